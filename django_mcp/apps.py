@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class DjangoMcpConfig(AppConfig):
+    name = "django_mcp"
+    label = "django_mcp"  # frozen: migrations refer to it
+    verbose_name = "MCP server"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the system checks)

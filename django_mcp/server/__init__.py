@@ -1,0 +1,1 @@
+"""The MCP server: registries, dispatch, request context and the extension interface."""

@@ -1,0 +1,113 @@
+"""What a handler gets as its first argument: the MCP request being served."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.jsonrpc import LOG_LEVELS, RequestMeta, notification
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+
+Sink = Callable[[dict[str, Any]], None]
+
+
+class McpRequest:
+    """One MCP request: its params, the client's declared capabilities, the principal.
+
+    Handlers report progress and log messages through it; both are dropped
+    unless the client asked for them (``progressToken``, ``logLevel``) and
+    both travel on the SSE response of the same POST.
+    """
+
+    def __init__(
+        self,
+        http_request: HttpRequest,
+        *,
+        request_id: str | int | None,
+        method: str,
+        params: dict[str, Any],
+        meta: RequestMeta,
+        headers: Mapping[str, str] | None = None,
+        sink: Sink | None = None,
+    ) -> None:
+        self.http_request = http_request
+        self.headers: Mapping[str, str] = headers if headers is not None else {}
+        """The HTTP request headers, with lower-case names."""
+        self.id = request_id
+        self.method = method
+        self.params = params
+        self.meta = meta
+        self._sink = sink
+        self._loop = asyncio.get_running_loop() if sink is not None else None
+        self._loop_thread = threading.get_ident()
+        self._last_progress: float | None = None
+
+    @property
+    def auth(self) -> Any:
+        """The authenticated principal (what the endpoint's ninja ``auth`` returned), or None."""
+        return getattr(self.http_request, "auth", None)
+
+    @property
+    def user(self) -> Any:
+        """The Django user of the HTTP request (``AnonymousUser`` when there is none)."""
+        return getattr(self.http_request, "user", None)
+
+    @property
+    def protocol_version(self) -> str:
+        return self.meta.protocol_version
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """The capabilities this request declared (never inferred from earlier requests)."""
+        return self.meta.client_capabilities
+
+    def declares_extension(self, identifier: str) -> bool:
+        """Whether this request declared the extension ``identifier`` in its own ``_meta``."""
+        extensions = self.client_capabilities.get("extensions")
+        return isinstance(extensions, dict) and isinstance(extensions.get(identifier), dict)
+
+    def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send ``notifications/progress`` if the client gave a ``progressToken``.
+
+        ``progress`` must increase from one call to the next. Callable from
+        sync handlers (in their worker thread) and async ones alike.
+        """
+        token = self.meta.progress_token
+        if token is None:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self._emit(notification("notifications/progress", params))
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` if the request's ``logLevel`` is at or below ``level``."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        wanted = self.meta.log_level
+        if wanted is None or LOG_LEVELS.index(level) < LOG_LEVELS.index(wanted):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        self._emit(notification("notifications/message", params))
+
+    def _emit(self, message: dict[str, Any]) -> None:
+        if self._sink is None or self._loop is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._sink(message)
+        else:
+            self._loop.call_soon_threadsafe(self._sink, message)
+
+    def __repr__(self) -> str:
+        return f"<McpRequest {self.method} id={self.id!r}>"

@@ -1,0 +1,51 @@
+"""The extension plugin interface: how an extension (e.g. tasks) plugs into a server.
+
+A plugin names its identifier, says what it advertises under
+``capabilities.extensions``, lists the methods it serves, and decides per
+request whether it is enabled. The core consults nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+
+    from .context import McpRequest
+
+
+@dataclass(frozen=True)
+class ExtensionMethod:
+    """A JSON-RPC method an extension serves.
+
+    ``handler`` gets the :class:`~django_mcp.McpRequest` and returns the
+    result object (``resultType`` is added if absent). ``name_param`` is the
+    params key mirrored by the ``Mcp-Name`` routing header. With
+    ``requires_declaration`` the request must declare the extension in its
+    client capabilities (else -32021, checked before the handler runs).
+    """
+
+    handler: Callable[[McpRequest], Awaitable[dict[str, Any]]]
+    name_param: str | None = None
+    requires_declaration: bool = True
+
+
+class ExtensionPlugin:
+    """Base class for a server extension. Subclass and set :attr:`identifier`."""
+
+    identifier: str = ""
+
+    def capability(self, request: HttpRequest) -> dict[str, Any]:
+        """The settings object advertised at ``capabilities.extensions[identifier]``."""
+        return {}
+
+    def methods(self) -> Mapping[str, ExtensionMethod]:
+        """The methods this extension serves, by JSON-RPC method name."""
+        return {}
+
+    def enabled(self, request: HttpRequest) -> bool:
+        """Whether this extension serves ``request`` (a refused request gets -32601 for its methods)."""
+        return True

@@ -1,0 +1,232 @@
+"""A tool: its wire description, its argument validation and its handler."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal, get_type_hints
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import ValidationError as SchemaValidationError
+from pydantic import BaseModel, ValidationError, create_model
+from pydantic.json_schema import GenerateJsonSchema
+
+from ..protocol.errors import invalid_params
+from ..protocol.headers import ParamHeader, param_headers
+
+TaskSupport = Literal["forbidden", "optional", "required"]
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class ToolDefinitionError(ValueError):
+    """A tool that cannot be served as declared (reported as ImproperlyConfigured)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Tool:
+    """A registered tool. Build one with :func:`django_mcp.tool` or ``registry.register``."""
+
+    name: str
+    handler: Callable[..., Any]
+    input_schema: Mapping[str, Any]
+    description: str | None = None
+    title: str | None = None
+    output_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] | None = None
+    icons: tuple[Mapping[str, Any], ...] = ()
+    task_support: TaskSupport = "forbidden"
+    meta: Mapping[str, Any] | None = None
+    # Set when the schema was derived from the signature: arguments are then
+    # converted to the annotated types before the handler sees them.
+    arguments_model: type[BaseModel] | None = field(default=None, repr=False)
+
+    @cached_property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.handler)
+
+    @cached_property
+    def _input_validator(self) -> Draft202012Validator:
+        return Draft202012Validator(self.input_schema)
+
+    @cached_property
+    def _output_validator(self) -> Draft202012Validator | None:
+        return Draft202012Validator(self.output_schema) if self.output_schema is not None else None
+
+    @cached_property
+    def param_headers(self) -> tuple[ParamHeader, ...]:
+        return param_headers(self.input_schema)
+
+    @cached_property
+    def _accepted_keywords(self) -> frozenset[str] | None:
+        """Argument names the handler takes, or None if it takes ``**kwargs``."""
+        params = list(inspect.signature(self.handler).parameters.values())[1:]
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return None
+        return frozenset(p.name for p in params)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The ``Tool`` object of ``tools/list``. The input schema goes out exactly as declared."""
+        wire: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            wire["title"] = self.title
+        if self.description is not None:
+            wire["description"] = self.description
+        wire["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            wire["outputSchema"] = self.output_schema
+        if self.annotations is not None:
+            wire["annotations"] = self.annotations
+        if self.icons:
+            wire["icons"] = list(self.icons)
+        wire["execution"] = {"taskSupport": self.task_support}
+        if self.meta is not None:
+            wire["_meta"] = self.meta
+        return wire
+
+    def validate_arguments(self, arguments: Any) -> dict[str, Any]:
+        """Check ``arguments`` against the input schema and return the handler's keyword arguments.
+
+        Raises -32602 naming the failing path.
+        """
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise invalid_params(f"Invalid arguments for tool {self.name!r}: arguments must be an object")
+        error = _first_error(self._input_validator, arguments)
+        if error is not None:
+            raise invalid_params(
+                f"Invalid arguments for tool {self.name!r} at {error[0]}: {error[1]}",
+                {"tool": self.name, "path": error[0]},
+            )
+        if self.arguments_model is not None:
+            try:
+                model = self.arguments_model.model_validate(arguments)
+            except ValidationError as exc:
+                loc = "/" + "/".join(str(p) for p in exc.errors()[0]["loc"])
+                raise invalid_params(
+                    f"Invalid arguments for tool {self.name!r} at {loc}: {exc.errors()[0]['msg']}",
+                    {"tool": self.name, "path": loc},
+                ) from None
+            return {name: getattr(model, name) for name in type(model).model_fields if name in arguments}
+        accepted = self._accepted_keywords
+        return dict(arguments) if accepted is None else {k: v for k, v in arguments.items() if k in accepted}
+
+    def output_error(self, structured: Any) -> str | None:
+        """Why ``structured`` does not match the output schema, or None if it does."""
+        if self._output_validator is None:
+            return None
+        error = _first_error(self._output_validator, structured)
+        return None if error is None else f"{error[0]}: {error[1]}"
+
+
+def _first_error(validator: Draft202012Validator, instance: Any) -> tuple[str, str] | None:
+    best: SchemaValidationError | None = None
+    for err in validator.iter_errors(instance):
+        if best is None or len(err.absolute_path) > len(best.absolute_path):
+            best = err
+    if best is None:
+        return None
+    return "/" + "/".join(str(p) for p in best.absolute_path), best.message
+
+
+def build_tool(
+    handler: Callable[..., Any],
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+    annotations: Mapping[str, Any] | None = None,
+    icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...] = (),
+    task_support: TaskSupport = "forbidden",
+    meta: Mapping[str, Any] | None = None,
+) -> Tool:
+    """Describe ``handler`` as a tool, deriving what was not given from its signature and docstring."""
+    if not callable(handler):
+        raise ToolDefinitionError(f"Tool handler {handler!r} is not callable")
+    tool_name = name if name is not None else getattr(handler, "__name__", "")
+    if not isinstance(tool_name, str) or not TOOL_NAME.match(tool_name):
+        raise ToolDefinitionError(
+            f"Invalid tool name {tool_name!r}: use 1-128 characters of letters, digits, '_', '-' and '.'"
+        )
+    if task_support not in ("forbidden", "optional", "required"):
+        raise ToolDefinitionError(f"Tool {tool_name!r}: task_support must be 'forbidden', 'optional' or 'required'")
+    params = list(inspect.signature(handler).parameters.values())
+    if not params or params[0].kind not in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+        raise ToolDefinitionError(
+            f"Tool {tool_name!r}: the handler's first parameter must take the request (e.g. `def {tool_name}(request, ...)`)"
+        )
+    model: type[BaseModel] | None = None
+    if input_schema is None:
+        model = _arguments_model(handler, tool_name, params[1:])
+        input_schema = model.model_json_schema(schema_generator=_UntitledSchema)
+        input_schema.setdefault("properties", {})
+    for label, schema in (("input_schema", input_schema), ("output_schema", output_schema)):
+        if schema is None:
+            continue
+        if not isinstance(schema, Mapping):
+            raise ToolDefinitionError(f"Tool {tool_name!r}: {label} must be a JSON Schema object")
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            raise ToolDefinitionError(f"Tool {tool_name!r}: {label} is not a valid JSON Schema: {exc.message}") from None
+    if input_schema.get("type") != "object":
+        raise ToolDefinitionError(f'Tool {tool_name!r}: input_schema must have "type": "object"')
+    tool = Tool(
+        name=tool_name,
+        handler=handler,
+        input_schema=input_schema,
+        description=description if description is not None else inspect.getdoc(handler),
+        title=title,
+        output_schema=output_schema,
+        annotations=annotations,
+        icons=tuple(icons),
+        task_support=task_support,
+        meta=meta,
+        arguments_model=model,
+    )
+    try:
+        tool.param_headers  # noqa: B018 - validate x-mcp-header annotations now, not per call
+    except ValueError as exc:
+        raise ToolDefinitionError(f"Tool {tool_name!r}: {exc}") from None
+    return tool
+
+
+class _UntitledSchema(GenerateJsonSchema):
+    """Pydantic's JSON Schema without the ``title`` it invents for every field and model."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def generate(self, schema: Any, mode: Any = "validation") -> Any:
+        result = super().generate(schema, mode)
+        result.pop("title", None)
+        return result
+
+
+def _arguments_model(
+    handler: Callable[..., Any], tool_name: str, params: list[inspect.Parameter]
+) -> type[BaseModel]:
+    try:
+        hints = get_type_hints(handler)
+    except Exception as exc:  # unresolvable forward references
+        raise ToolDefinitionError(f"Tool {tool_name!r}: cannot read the handler's type hints: {exc}") from None
+    fields: dict[str, Any] = {}
+    for p in params:
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        if p.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise ToolDefinitionError(f"Tool {tool_name!r}: argument {p.name!r} cannot be positional-only")
+        annotation = hints.get(p.name, Any)
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (annotation, default)
+    try:
+        return create_model(f"{tool_name}_arguments", **fields)
+    except Exception as exc:
+        raise ToolDefinitionError(f"Tool {tool_name!r}: cannot build an input schema: {exc}") from None

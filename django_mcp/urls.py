@@ -1,0 +1,10 @@
+"""``path("mcp/", include("django_mcp.urls"))``: the default server over the project-wide registry."""
+
+from __future__ import annotations
+
+from .server.server import McpServer
+
+default_server = McpServer()
+
+app_name = "django_mcp"
+urlpatterns = default_server.urls[0]

@@ -1,0 +1,189 @@
+"""The django-ninja endpoint: one POST view that answers JSON or SSE."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from django.conf import settings as django_settings
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError
+
+from .conf import get_settings
+from .protocol import sse
+from .protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
+from .protocol.jsonrpc import error_response, result_response
+from .protocol.ladder import Admitted, Rejection, admit
+from .server.context import McpRequest
+
+if TYPE_CHECKING:
+    from .server.server import McpServer
+
+logger = logging.getLogger("django_mcp")
+
+_LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+_APIS: dict[int, NinjaAPI] = {}
+
+
+def build_api(server: McpServer) -> NinjaAPI:
+    """The NinjaAPI serving ``server`` (built once per server)."""
+    api = _APIS.get(id(server))
+    if api is not None:
+        return api
+    api = NinjaAPI(urls_namespace=server.urls_namespace, docs_url=None, openapi_url=None)
+
+    @api.post("", auth=server.auth, include_in_schema=False)
+    async def mcp_post(request: HttpRequest) -> HttpResponseBase:
+        return await handle_post(server, request)
+
+    @api.api_operation(["GET", "DELETE", "PUT", "PATCH"], "", include_in_schema=False)
+    def mcp_not_allowed(request: HttpRequest) -> HttpResponse:
+        # 2026-07-28 has no GET stream and no sessions to DELETE.
+        return HttpResponse(status=405, headers={"Allow": "POST"})
+
+    @api.exception_handler(AuthenticationError)
+    def unauthorized(request: HttpRequest, exc: Exception) -> HttpResponse:
+        error = McpJsonRpcError(INVALID_REQUEST, "Unauthorized: valid credentials are required", http_status=401)
+        response = _json(error_response(None, error), 401)
+        response["WWW-Authenticate"] = get_settings().WWW_AUTHENTICATE
+        return response
+
+    _APIS[id(server)] = api
+    return api
+
+
+def _json(payload: dict[str, Any], status: int = 200) -> JsonResponse:
+    return JsonResponse(payload, status=status, json_dumps_params={"separators": (",", ":"), "ensure_ascii": False})
+
+
+def _error(exc: McpJsonRpcError, request_id: str | int | None) -> JsonResponse:
+    return _json(error_response(request_id, exc), exc.http_status)
+
+
+def origin_allowed(origin: str, request: HttpRequest) -> bool:
+    """Same-origin, listed in ``ALLOWED_ORIGINS`` (``"*"`` for any), or loopback under DEBUG."""
+    allowed = get_settings().ALLOWED_ORIGINS
+    if "*" in allowed or origin in allowed:
+        return True
+    parts = urlsplit(origin)
+    if parts.netloc and parts.netloc == request.get_host():
+        return True
+    return bool(django_settings.DEBUG and parts.hostname in _LOOPBACK)
+
+
+def _read_body(request: HttpRequest, limit: int) -> bytes:
+    too_big = McpJsonRpcError(INVALID_REQUEST, f"Request body too large: at most {limit} bytes", http_status=413)
+    declared = request.headers.get("Content-Length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise Rejection(too_big)
+    # read() (not .body) so only limit+1 bytes are ever held in memory.
+    body = request.read(limit + 1)
+    if len(body) > limit:
+        raise Rejection(too_big)
+    return body
+
+
+async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBase:
+    """Run the validation ladder over one POST, dispatch it, and answer JSON or SSE."""
+    request.get_host()  # enforce ALLOWED_HOSTS (DNS rebinding) even without CommonMiddleware
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    try:
+        body = _read_body(request, get_settings().MAX_REQUEST_BYTES)
+        admitted = admit(
+            body,
+            headers,
+            origin_allowed=lambda origin: origin_allowed(origin, request),
+            name_params=server.name_params,
+        )
+    except Rejection as rejection:
+        return _error(rejection.error, rejection.request_id)
+    if admitted.meta is None:
+        # Notifications (e.g. notifications/cancelled) are accepted and ignored on HTTP.
+        return HttpResponse(status=202)
+    return await _respond(server, request, admitted, headers)
+
+
+async def _respond(
+    server: McpServer, request: HttpRequest, admitted: Admitted, headers: dict[str, str]
+) -> HttpResponseBase:
+    assert admitted.meta is not None
+    message = admitted.message
+    notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    context = McpRequest(
+        request,
+        request_id=message.id,
+        method=message.method,
+        params=message.params,
+        meta=admitted.meta,
+        headers=headers,
+        sink=notifications.put_nowait,
+    )
+    work = asyncio.ensure_future(_outcome(server, context))
+    first = asyncio.ensure_future(notifications.get())
+    try:
+        # Answer plain JSON unless the handler has something to say before it
+        # finishes: every mandated 4xx is known before we commit to SSE.
+        await asyncio.wait({work, first}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:  # the client went away: cancel the handler
+        work.cancel()
+        first.cancel()
+        raise
+    if work.done() and not first.done():
+        first.cancel()
+        return _json(*work.result())
+    if not first.done():
+        first.cancel()
+    pending = [first.result()] if first.done() and not first.cancelled() else []
+    response = StreamingHttpResponse(
+        _stream(pending, notifications, work),
+        content_type="text/event-stream",
+        headers=sse.SSE_HEADERS,
+    )
+    return response
+
+
+Outcome = tuple[dict[str, Any], int]  # the JSON-RPC response and its HTTP status
+
+
+async def _outcome(server: McpServer, context: McpRequest) -> Outcome:
+    """The JSON-RPC response for a request: result or error, never an exception."""
+    try:
+        return result_response(context.id, await server.dispatch(context)), 200
+    except McpJsonRpcError as exc:
+        return error_response(context.id, exc), exc.http_status
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        logger.exception("Internal error serving %s", context.method)
+        return error_response(context.id, McpJsonRpcError(INTERNAL_ERROR, "Internal error")), 200
+
+
+async def _stream(
+    pending: list[dict[str, Any]],
+    notifications: asyncio.Queue[dict[str, Any]],
+    work: asyncio.Future[Outcome],
+) -> AsyncIterator[bytes]:
+    try:
+        for message in pending:
+            yield sse.event(message)
+        while not work.done():
+            getter = asyncio.ensure_future(notifications.get())
+            await asyncio.wait({work, getter}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                yield sse.event(getter.result())
+            else:
+                getter.cancel()
+        while not notifications.empty():
+            yield sse.event(notifications.get_nowait())
+        yield sse.event(work.result()[0])
+    finally:
+        # Client disconnect (CancelledError at a yield or await): stop the handler.
+        if not work.done():
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await work

@@ -1,0 +1,49 @@
+"""Test settings: SQLite by default; DJANGO_MCP_DATABASE=postgres and REDIS_URL switch to PG + Redis."""
+
+import os
+from pathlib import Path
+
+from example_project.settings import _databases
+
+BASE_DIR = Path(__file__).resolve().parent
+
+SECRET_KEY = "django-mcp-tests"  # noqa: S105
+DEBUG = False
+ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1", "[::1]"]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django_mcp",
+    "tests.toolapp",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+]
+ROOT_URLCONF = "tests.urls"
+ASGI_APPLICATION = "tests.asgi.application"
+
+DATABASES = _databases()
+# A file (not :memory:) test database, so server processes started by live tests share it.
+DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / ".test-db.sqlite3")} if (
+    DATABASES["default"]["ENGINE"].endswith("sqlite3")
+) else {}
+
+if os.environ.get("REDIS_URL"):
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [os.environ["REDIS_URL"]]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+DJANGO_MCP = {"SERVER_NAME": "django-mcp-tests", "SERVER_VERSION": "9.9.9", "PAGE_SIZE": 3}
+
+USE_TZ = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

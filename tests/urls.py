@@ -1,0 +1,10 @@
+from django.urls import include, path
+
+from . import servers
+
+urlpatterns = [
+    path("mcp/", include("django_mcp.urls")),
+    path("mcp-bearer/", servers.bearer_server.urls),
+    path("mcp-ext/", servers.extension_server.urls),
+    path("mcp-dynamic/", servers.dynamic_server.urls),
+]
