@@ -82,7 +82,8 @@ async def post(
 async def call(client: Any, method: str, params: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
     """A conforming request; returns the decoded JSON-RPC response (JSON responses only)."""
     meta_extra = kwargs.pop("meta_extra", {})
-    response = await post(client, request_body(method, params, **meta_extra), **kwargs)
+    body = request_body(method, params, id=kwargs.pop("id", 1), **meta_extra)
+    response = await post(client, body, **kwargs)
     assert response["Content-Type"].startswith("application/json"), response["Content-Type"]
     return json.loads(response.content)
 

@@ -124,7 +124,13 @@ def result_response(request_id: str | int | None, result: dict[str, Any]) -> dic
 
 
 def error_response(request_id: str | int | None, error: McpJsonRpcError) -> dict[str, Any]:
-    """A JSON-RPC error response echoing ``request_id`` (null when it could not be read)."""
+    """A JSON-RPC error response echoing ``request_id``.
+
+    When the id could not be read it is omitted: the 2026-07-28 schema types
+    ``JSONRPCErrorResponse.id`` as optional but never null.
+    """
+    if request_id is None:
+        return {"jsonrpc": "2.0", "error": error.to_error()}
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_error()}
 
 

@@ -1,0 +1,83 @@
+"""End to end: real daphne processes on 127.0.0.1, driven over HTTP as a client would."""
+
+import json
+import time
+
+import httpx
+import pytest
+
+from tests.live.servers import server_process
+from tests.wire import assert_wire, headers_for, request_body
+
+pytestmark = pytest.mark.live
+
+
+@pytest.fixture(scope="module")
+def daphne_url():
+    with server_process(
+        ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"],
+        env={"DJANGO_SETTINGS_MODULE": "tests.settings"},
+    ) as base:
+        yield base + "/mcp/"
+
+
+@pytest.fixture(scope="module")
+def example_url(tmp_path_factory):
+    db = tmp_path_factory.mktemp("example") / "db.sqlite3"
+    with server_process(
+        ["manage.py", "runserver", "127.0.0.1:{port}", "--noreload"],
+        env={"DJANGO_SETTINGS_MODULE": "example_project.settings", "DJANGO_MCP_SQLITE": str(db)},
+    ) as base:
+        yield base + "/mcp/"
+
+
+def rpc(url, method, params=None, **kw):
+    body = request_body(method, params, **kw)
+    response = httpx.post(url, content=json.dumps(body), headers=headers_for(body), timeout=10)
+    return response, response.json()
+
+
+def test_discover_and_call_over_real_http(daphne_url):
+    response, body = rpc(daphne_url, "server/discover")
+    assert response.status_code == 200
+    assert response.headers["server"] == "daphne"
+    assert_wire(body, "DiscoverResultResponse")
+    response, body = rpc(daphne_url, "tools/call", {"name": "add", "arguments": {"a": 20, "b": 22}})
+    assert body["result"]["content"][0]["text"] == "42"
+
+
+def test_errors_keep_their_status_over_real_http(daphne_url):
+    response, body = rpc(daphne_url, "ping")
+    assert (response.status_code, body["error"]["code"]) == (404, -32601)
+    bad = httpx.post(daphne_url, content=b"{nope", headers=headers_for({}), timeout=10)
+    assert (bad.status_code, bad.json()["error"]["code"]) == (400, -32700)
+    assert httpx.get(daphne_url, timeout=10).status_code == 405
+
+
+def test_progress_streams_as_it_happens(daphne_url):
+    body = request_body("tools/call", {"name": "progress_steps", "arguments": {"steps": 3}}, progressToken="live")
+    arrivals = []
+    with httpx.stream("POST", daphne_url, content=json.dumps(body), headers=headers_for(body), timeout=10) as r:
+        assert r.headers["content-type"] == "text/event-stream"
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                arrivals.append((time.monotonic(), json.loads(line[6:])))
+    assert [m.get("method") for _, m in arrivals] == ["notifications/progress"] * 3 + [None]
+    assert arrivals[-1][1]["result"]["content"][0]["text"] == "done"
+
+
+def test_client_disconnect_mid_call_does_not_break_the_server(daphne_url):
+    body = request_body("tools/call", {"name": "sleepy", "arguments": {"seconds": 30}})
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(daphne_url, content=json.dumps(body), headers=headers_for(body), timeout=0.5)
+    response, result = rpc(daphne_url, "tools/call", {"name": "add", "arguments": {"a": 1}})
+    assert result["result"]["content"][0]["text"] == "1"
+
+
+def test_example_project_serves_its_demo_tools(example_url):
+    _, listed = rpc(example_url, "tools/list")
+    assert {t["name"] for t in listed["result"]["tools"]} == {"echo", "slow_job", "word_stats"}
+    _, stats = rpc(example_url, "tools/call", {"name": "word_stats", "arguments": {"text": "a b a"}})
+    assert stats["result"]["structuredContent"] == {"words": 3, "unique": 2, "most_common": ["a", "b"]}
+    _, echoed = rpc(example_url, "tools/call", {"name": "echo", "arguments": {"text": "hi", "times": 2}})
+    assert echoed["result"]["content"][0]["text"] == "hi hi"
