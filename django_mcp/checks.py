@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.apps import AppConfig
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, Tags, Warning, register
+from django.core import checks
+from django.core.checks import CheckMessage, Error, Tags, register
 from django.utils.module_loading import import_string
 from pydantic import ValidationError
 
@@ -14,7 +16,9 @@ from .conf import SETTINGS_NAME, validate_settings
 
 
 @register(Tags.compatibility)
-def check_settings(app_configs: list[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+def check_settings(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
     """E001 not a dict; E002 an invalid or unknown key; E003 AUTH not importable; W003 any Origin in production."""
     try:
         mcp = validate_settings()
@@ -44,7 +48,7 @@ def check_settings(app_configs: list[AppConfig] | None = None, **kwargs: Any) ->
             )
     if "*" in mcp.ALLOWED_ORIGINS and not settings.DEBUG:
         messages.append(
-            Warning(
+            checks.Warning(
                 f"{SETTINGS_NAME}['ALLOWED_ORIGINS'] allows every Origin.",
                 hint="List the origins of the browser clients you trust; '*' disables the DNS-rebinding defence.",
                 id="django_mcp.W003",
@@ -54,14 +58,16 @@ def check_settings(app_configs: list[AppConfig] | None = None, **kwargs: Any) ->
 
 
 @register(Tags.database)
-def check_sqlite(app_configs: list[AppConfig] | None = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+def check_sqlite(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
     """W001: SQLite without ``transaction_mode: IMMEDIATE`` deadlocks concurrent writers."""
     messages: list[CheckMessage] = []
     for alias, db in settings.DATABASES.items():
         if db.get("ENGINE") == "django.db.backends.sqlite3":
             if db.get("OPTIONS", {}).get("transaction_mode") != "IMMEDIATE":
                 messages.append(
-                    Warning(
+                    checks.Warning(
                         f"Database {alias!r} is SQLite without transaction_mode 'IMMEDIATE'.",
                         hint=(
                             'Set OPTIONS = {"transaction_mode": "IMMEDIATE", "timeout": 20, '
@@ -76,12 +82,14 @@ def check_sqlite(app_configs: list[AppConfig] | None = None, databases: Any = No
 
 
 @register(Tags.compatibility)
-def check_asgi(app_configs: list[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+def check_asgi(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
     """W002: without ASGI there is no SSE streaming and no cancellation on disconnect."""
     if getattr(settings, "ASGI_APPLICATION", None):
         return []
     return [
-        Warning(
+        checks.Warning(
             "ASGI_APPLICATION is not set: django-mcp needs an ASGI server for SSE responses and cancellation.",
             hint='Add "daphne" first in INSTALLED_APPS and set ASGI_APPLICATION = "yourproject.asgi.application".',
             id="django_mcp.W002",

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("django_mcp")
 
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+Outcome = tuple[dict[str, Any], int]  # a JSON-RPC response and its HTTP status
 _APIS: dict[int, NinjaAPI] = {}
 
 
@@ -105,7 +106,9 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
         return _error(rejection.error, rejection.request_id)
     if admitted.meta is None:
         # Notifications (e.g. notifications/cancelled) are accepted and ignored on HTTP.
-        return HttpResponse(status=202)
+        response = HttpResponse(status=202)
+        del response["Content-Type"]
+        return response
     return await _respond(server, request, admitted, headers)
 
 
@@ -124,12 +127,12 @@ async def _respond(
         headers=headers,
         sink=notifications.put_nowait,
     )
-    work = asyncio.ensure_future(_outcome(server, context))
-    first = asyncio.ensure_future(notifications.get())
+    work: asyncio.Future[Outcome] = asyncio.ensure_future(_outcome(server, context))
+    first: asyncio.Future[dict[str, Any]] = asyncio.ensure_future(notifications.get())
     try:
         # Answer plain JSON unless the handler has something to say before it
         # finishes: every mandated 4xx is known before we commit to SSE.
-        await asyncio.wait({work, first}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait((work, first), return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:  # the client went away: cancel the handler
         work.cancel()
         first.cancel()
@@ -146,9 +149,6 @@ async def _respond(
         headers=sse.SSE_HEADERS,
     )
     return response
-
-
-Outcome = tuple[dict[str, Any], int]  # the JSON-RPC response and its HTTP status
 
 
 async def _outcome(server: McpServer, context: McpRequest) -> Outcome:
@@ -174,7 +174,7 @@ async def _stream(
             yield sse.event(message)
         while not work.done():
             getter = asyncio.ensure_future(notifications.get())
-            await asyncio.wait({work, getter}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((work, getter), return_when=asyncio.FIRST_COMPLETED)
             if getter.done():
                 yield sse.event(getter.result())
             else:

@@ -38,10 +38,10 @@ class RequestMeta(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    protocol_version: StrictStr = Field(alias=META_PROTOCOL_VERSION)
-    client_capabilities: dict[str, Any] = Field(alias=META_CLIENT_CAPABILITIES)
-    client_info: dict[str, Any] | None = Field(default=None, alias=META_CLIENT_INFO)
-    log_level: LogLevel | None = Field(default=None, alias=META_LOG_LEVEL)
+    protocol_version: StrictStr = Field(alias="io.modelcontextprotocol/protocolVersion")
+    client_capabilities: dict[str, Any] = Field(alias="io.modelcontextprotocol/clientCapabilities")
+    client_info: dict[str, Any] | None = Field(default=None, alias="io.modelcontextprotocol/clientInfo")
+    log_level: LogLevel | None = Field(default=None, alias="io.modelcontextprotocol/logLevel")
     progress_token: StrictStr | StrictInt | None = Field(default=None, alias="progressToken")
 
 

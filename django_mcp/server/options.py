@@ -57,6 +57,3 @@ class ResolvedOptions:
         if self.title is not None:
             info["title"] = self.title
         return info
-
-
-

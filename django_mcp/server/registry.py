@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar, overload
+from typing import Any, TypedDict, TypeVar, Unpack, overload
 
 from django.core.exceptions import ImproperlyConfigured
 
 from .tools import TaskSupport, Tool, ToolDefinitionError, build_tool
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolOptions(TypedDict, total=False):
+    """What :func:`tool` and :meth:`ToolRegistry.register` accept besides the handler."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: Mapping[str, Any]
+    output_schema: Mapping[str, Any]
+    annotations: Mapping[str, Any]
+    icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...]
+    task_support: TaskSupport
+    meta: Mapping[str, Any]
 
 
 class ToolRegistry:
@@ -23,49 +37,26 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
 
     @overload
-    def register(self, handler: F, **options: Any) -> F: ...
+    def register(self, handler: F, /, **options: Unpack[ToolOptions]) -> F: ...
     @overload
-    def register(self, handler: None = None, **options: Any) -> Callable[[F], F]: ...
+    def register(self, handler: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
 
-    def register(
-        self,
-        handler: F | None = None,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        input_schema: Mapping[str, Any] | None = None,
-        output_schema: Mapping[str, Any] | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...] = (),
-        task_support: TaskSupport = "forbidden",
-        meta: Mapping[str, Any] | None = None,
-    ) -> F | Callable[[F], F]:
+    def register(self, handler: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
         """Register ``handler`` as a tool; used bare, or as a decorator (with or without options).
 
         The handler is called as ``handler(request, **arguments)`` where
         ``request`` is the :class:`~django_mcp.McpRequest`. It may be sync (run
         in a worker thread) or async. Without ``input_schema`` the schema is
         derived from the handler's type hints; a given one is served and
-        validated exactly as written.
+        validated exactly as written. ``name`` defaults to the function's
+        name, ``description`` to its docstring.
 
         Raises ``ImproperlyConfigured`` for an invalid or duplicate name or schema.
         """
 
         def add(func: F) -> F:
             try:
-                tool = build_tool(
-                    func,
-                    name=name,
-                    title=title,
-                    description=description,
-                    input_schema=input_schema,
-                    output_schema=output_schema,
-                    annotations=annotations,
-                    icons=icons,
-                    task_support=task_support,
-                    meta=meta,
-                )
+                tool = build_tool(func, **options)
             except ToolDefinitionError as exc:
                 raise ImproperlyConfigured(str(exc)) from None
             if tool.name in self._tools:
@@ -98,12 +89,12 @@ registry = ToolRegistry()
 
 
 @overload
-def tool(handler: F, **options: Any) -> F: ...
+def tool(handler: F, /, **options: Unpack[ToolOptions]) -> F: ...
 @overload
-def tool(handler: None = None, **options: Any) -> Callable[[F], F]: ...
+def tool(handler: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
 
 
-def tool(handler: F | None = None, **options: Any) -> F | Callable[[F], F]:
+def tool(handler: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
     """Register a tool in the project-wide :data:`registry`: ``@tool`` or ``@tool(name=..., ...)``.
 
     Takes the same options as :meth:`ToolRegistry.register`.

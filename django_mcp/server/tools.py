@@ -160,7 +160,8 @@ def build_tool(
     params = list(inspect.signature(handler).parameters.values())
     if not params or params[0].kind not in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
         raise ToolDefinitionError(
-            f"Tool {tool_name!r}: the handler's first parameter must take the request (e.g. `def {tool_name}(request, ...)`)"
+            f"Tool {tool_name!r}: the handler's first parameter must take the request "
+            f"(e.g. `def {tool_name}(request, ...)`)"
         )
     model: type[BaseModel] | None = None
     if input_schema is None:
@@ -175,7 +176,9 @@ def build_tool(
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
-            raise ToolDefinitionError(f"Tool {tool_name!r}: {label} is not a valid JSON Schema: {exc.message}") from None
+            raise ToolDefinitionError(
+                f"Tool {tool_name!r}: {label} is not a valid JSON Schema: {exc.message}"
+            ) from None
     if input_schema.get("type") != "object":
         raise ToolDefinitionError(f'Tool {tool_name!r}: input_schema must have "type": "object"')
     tool = Tool(
@@ -210,9 +213,7 @@ class _UntitledSchema(GenerateJsonSchema):
         return result
 
 
-def _arguments_model(
-    handler: Callable[..., Any], tool_name: str, params: list[inspect.Parameter]
-) -> type[BaseModel]:
+def _arguments_model(handler: Callable[..., Any], tool_name: str, params: list[inspect.Parameter]) -> type[BaseModel]:
     try:
         hints = get_type_hints(handler)
     except Exception as exc:  # unresolvable forward references

@@ -1,0 +1,1 @@
+"""A test-only Django project serving the official MCP conformance suite's fixtures."""

@@ -1,0 +1,5 @@
+from django.urls import include, path
+
+urlpatterns = [
+    path("mcp/", include("django_mcp.urls")),
+]
