@@ -1,6 +1,6 @@
 """django-mcp: serve the Model Context Protocol (2026-07-28) from a Django project.
 
-Register tools in your app's ``AppConfig.ready()``::
+Register tools, prompts and resources in your app's ``AppConfig.ready()``::
 
     from django_mcp import tool
 
@@ -16,9 +16,23 @@ from __future__ import annotations
 
 from .protocol.errors import McpJsonRpcError
 from .server.context import McpRequest
-from .server.extensions import ExtensionMethod, ExtensionPlugin
+from .server.extensions import ExtensionMethod, ExtensionPlugin, ListenSubscription
+from .server.listen import close_listen_streams
+from .server.mrtr import (
+    ElicitAnswer,
+    InputRequest,
+    RootsAnswer,
+    SamplingAnswer,
+    elicit,
+    elicit_url,
+    list_roots,
+    sample,
+)
+from .server.notify import anotify_resource_updated, notify_resource_updated
 from .server.options import ServerOptions
+from .server.prompts import Prompt, PromptArgument, PromptRegistry, prompt, prompts
 from .server.registry import ToolRegistry, registry, tool
+from .server.resources import Resource, ResourceRegistry, ResourceTemplate, resource, resources
 from .server.results import ToolError
 from .server.server import McpServer
 from .server.tools import Tool
@@ -26,16 +40,38 @@ from .server.tools import Tool
 __version__ = "0.1.0"
 
 __all__ = [
+    "ElicitAnswer",
     "ExtensionMethod",
     "ExtensionPlugin",
+    "InputRequest",
+    "ListenSubscription",
     "McpJsonRpcError",
     "McpRequest",
     "McpServer",
+    "Prompt",
+    "PromptArgument",
+    "PromptRegistry",
+    "Resource",
+    "ResourceRegistry",
+    "ResourceTemplate",
+    "RootsAnswer",
+    "SamplingAnswer",
     "ServerOptions",
     "Tool",
     "ToolError",
     "ToolRegistry",
     "__version__",
+    "anotify_resource_updated",
+    "close_listen_streams",
+    "elicit",
+    "elicit_url",
+    "list_roots",
+    "notify_resource_updated",
+    "prompt",
+    "prompts",
     "registry",
+    "resource",
+    "resources",
+    "sample",
     "tool",
 ]

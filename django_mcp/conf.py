@@ -33,6 +33,9 @@ class McpSettings(BaseModel):
     PAGE_SIZE: int = Field(default=50, ge=1, le=1000)
     AUTH: str | None = None
     WWW_AUTHENTICATE: str = Field(default="Bearer", min_length=1)
+    MRTR_STATE_MAX_AGE: int = Field(default=900, gt=0)
+    LISTEN_KEEPALIVE_SECONDS: float = Field(default=15.0, gt=0)
+    LISTEN_QUEUE_SIZE: int = Field(default=256, ge=1)
 
 
 def _raw() -> Any:

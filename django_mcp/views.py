@@ -20,6 +20,7 @@ from .protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
 from .protocol.jsonrpc import error_response, result_response
 from .protocol.ladder import Admitted, Rejection, admit
 from .server.context import McpRequest
+from .server.listen import ListenStream
 
 if TYPE_CHECKING:
     from .server.server import McpServer
@@ -127,7 +128,7 @@ async def _respond(
         headers=headers,
         sink=notifications.put_nowait,
     )
-    work: asyncio.Future[Outcome] = asyncio.ensure_future(_outcome(server, context))
+    work: asyncio.Future[Outcome | ListenStream] = asyncio.ensure_future(_outcome(server, context))
     first: asyncio.Future[dict[str, Any]] = asyncio.ensure_future(notifications.get())
     try:
         # Answer plain JSON unless the handler has something to say before it
@@ -139,22 +140,27 @@ async def _respond(
         raise
     if work.done() and not first.done():
         first.cancel()
-        return _json(*work.result())
+        outcome = work.result()
+        if isinstance(outcome, ListenStream):
+            return _sse(outcome.events())
+        return _json(*outcome)
     if not first.done():
         first.cancel()
     pending = [first.result()] if first.done() and not first.cancelled() else []
-    response = StreamingHttpResponse(
-        _stream(pending, notifications, work),
-        content_type="text/event-stream",
-        headers=sse.SSE_HEADERS,
-    )
-    return response
+    return _sse(_stream(pending, notifications, work))
 
 
-async def _outcome(server: McpServer, context: McpRequest) -> Outcome:
-    """The JSON-RPC response for a request: result or error, never an exception."""
+def _sse(events: AsyncIterator[bytes]) -> StreamingHttpResponse:
+    return StreamingHttpResponse(events, content_type="text/event-stream", headers=sse.SSE_HEADERS)
+
+
+async def _outcome(server: McpServer, context: McpRequest) -> Outcome | ListenStream:
+    """The JSON-RPC response for a request (result or error, never an exception), or a listen stream."""
     try:
-        return result_response(context.id, await server.dispatch(context)), 200
+        result = await server.dispatch(context)
+        if isinstance(result, ListenStream):
+            return result
+        return result_response(context.id, result), 200
     except McpJsonRpcError as exc:
         return error_response(context.id, exc), exc.http_status
     except asyncio.CancelledError:
@@ -167,7 +173,7 @@ async def _outcome(server: McpServer, context: McpRequest) -> Outcome:
 async def _stream(
     pending: list[dict[str, Any]],
     notifications: asyncio.Queue[dict[str, Any]],
-    work: asyncio.Future[Outcome],
+    work: asyncio.Future[Outcome | ListenStream],
 ) -> AsyncIterator[bytes]:
     try:
         for message in pending:
@@ -181,7 +187,9 @@ async def _stream(
                 getter.cancel()
         while not notifications.empty():
             yield sse.event(notifications.get_nowait())
-        yield sse.event(work.result()[0])
+        outcome = work.result()
+        assert not isinstance(outcome, ListenStream)  # listen emits nothing before it streams
+        yield sse.event(outcome[0])
     finally:
         # Client disconnect (CancelledError at a yield or await): stop the handler.
         if not work.done():

@@ -14,8 +14,9 @@ async def test_discover_lists_versions_capabilities_and_caching(async_client):
     assert r["id"] == "d1"
     assert result["resultType"] == "complete"
     assert result["supportedVersions"] == ["2026-07-28"]
-    # Only what is served: no prompts/resources/completions yet, no extensions on this server.
-    assert result["capabilities"] == {"tools": {}, "logging": {}}
+    # Exactly what is registered: the test settings install tools only (no prompts or resources),
+    # and an in-memory channel layer carries list changes.
+    assert result["capabilities"] == {"tools": {"listChanged": True}, "logging": {}}
     assert result["ttlMs"] == 0
     assert result["cacheScope"] == "private"
     assert "instructions" not in result

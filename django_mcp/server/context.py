@@ -7,7 +7,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..conf import get_settings
 from ..protocol.jsonrpc import LOG_LEVELS, RequestMeta, notification
+from .mrtr import MRTR_METHODS, InputRequest, InputRounds, binding
 
 if TYPE_CHECKING:
     from django.http import HttpRequest
@@ -45,6 +47,7 @@ class McpRequest:
         self._loop = asyncio.get_running_loop() if sink is not None else None
         self._loop_thread = threading.get_ident()
         self._last_progress: float | None = None
+        self._rounds: InputRounds | None = None
 
     @property
     def auth(self) -> Any:
@@ -55,6 +58,17 @@ class McpRequest:
     def user(self) -> Any:
         """The Django user of the HTTP request (``AnonymousUser`` when there is none)."""
         return getattr(self.http_request, "user", None)
+
+    @property
+    def principal_key(self) -> str:
+        """A stable string naming who is asking: the auth principal, else the Django user, else anonymous."""
+        auth = self.auth
+        if auth is not None:
+            return f"auth:{type(auth).__qualname__}:{getattr(auth, 'pk', auth)}"
+        user = self.user
+        if user is not None and getattr(user, "is_authenticated", False):
+            return f"user:{user.pk}"
+        return "anonymous"
 
     @property
     def protocol_version(self) -> str:
@@ -69,6 +83,35 @@ class McpRequest:
         """Whether this request declared the extension ``identifier`` in its own ``_meta``."""
         extensions = self.client_capabilities.get("extensions")
         return isinstance(extensions, dict) and isinstance(extensions.get(identifier), dict)
+
+    @property
+    def input_rounds(self) -> InputRounds:
+        """The input gathered across MRTR rounds; reading it verifies ``requestState`` (-32602 if bad)."""
+        if self.method not in MRTR_METHODS:
+            raise RuntimeError(f"Client input can only be asked for in {', '.join(sorted(MRTR_METHODS))}")
+        if self._rounds is None:
+            bound_to = binding(self.principal_key, self.method, self.params)
+            self._rounds = InputRounds(self.params, bound_to, get_settings().MRTR_STATE_MAX_AGE)
+        return self._rounds
+
+    async def ask(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
+        """The client's answers to ``requests`` (key → :func:`~django_mcp.elicit` etc.).
+
+        If any is unanswered, the request ends here with ``input_required``
+        and the handler runs again, from the top, when the client retries with
+        the answers. Answers are unvalidated client input (see ``validate=``
+        on :func:`~django_mcp.elicit`). A request kind the client did not
+        declare answers -32021; check with :meth:`can_ask` to offer another.
+        """
+        return self.input_rounds.ask(requests, self.client_capabilities)
+
+    def ask_sync(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
+        """:meth:`ask` for sync handlers."""
+        return self.input_rounds.ask(requests, self.client_capabilities)
+
+    def can_ask(self, request: InputRequest[Any]) -> bool:
+        """Whether this request's client declared the capability ``request`` needs."""
+        return request.declared_by(self.client_capabilities)
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` if the client gave a ``progressToken``.

@@ -18,6 +18,22 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class ListenSubscription:
+    """What an extension honours of a ``subscriptions/listen`` filter.
+
+    ``honoured`` goes into the acknowledgement's ``notifications``; the
+    stream joins ``groups`` (Channels groups whose ``mcp.notification``
+    messages it forwards); ``snapshot``, if given, is awaited after joining and
+    its notifications are sent right after the acknowledgement, so a change
+    that raced the subscription is not missed.
+    """
+
+    honoured: dict[str, Any]
+    groups: tuple[str, ...] = ()
+    snapshot: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None
+
+
+@dataclass(frozen=True)
 class ExtensionMethod:
     """A JSON-RPC method an extension serves.
 
@@ -45,6 +61,17 @@ class ExtensionPlugin:
     def methods(self) -> Mapping[str, ExtensionMethod]:
         """The methods this extension serves, by JSON-RPC method name."""
         return {}
+
+    listen_filter_keys: tuple[str, ...] = ()
+    """The ``subscriptions/listen`` filter keys this extension adds (e.g. ``("taskIds",)``)."""
+
+    async def subscribe(self, request: McpRequest, notifications: dict[str, Any]) -> ListenSubscription:
+        """Honour this extension's keys of a listen filter. Raise ``McpJsonRpcError`` to refuse.
+
+        Called only when the filter names one of :attr:`listen_filter_keys`
+        and the extension is enabled for the request.
+        """
+        return ListenSubscription({})
 
     def enabled(self, request: HttpRequest) -> bool:
         """Whether this extension serves ``request`` (a refused request gets -32601 for its methods)."""

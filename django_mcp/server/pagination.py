@@ -1,12 +1,14 @@
-"""Opaque list cursors."""
+"""Opaque list cursors and pages."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+from typing import TypeVar
 
 from ..protocol.errors import invalid_params
 
+T = TypeVar("T")
 _PREFIX = "offset:"
 
 
@@ -30,3 +32,10 @@ def decode_cursor(cursor: object, total: int) -> int:
     except (ValueError, UnicodeError, binascii.Error):
         raise invalid_params("Invalid cursor", {"cursor": cursor}) from None
     return offset
+
+
+def paginate(items: list[T], cursor: object, page_size: int) -> tuple[list[T], str | None]:
+    """One page of ``items`` from ``cursor``, and the cursor of the next page (None at the end)."""
+    start = decode_cursor(cursor, len(items))
+    end = start + page_size
+    return items[start:end], encode_cursor(end) if end < len(items) else None

@@ -1,40 +1,70 @@
-"""Where tools are registered (from ``AppConfig.ready()``) and looked up."""
+"""Registries of tools, prompts and resources (filled from ``AppConfig.ready()``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypedDict, TypeVar, Unpack, overload
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, Generic, TypeVar, Unpack, overload
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .tools import TaskSupport, Tool, ToolDefinitionError, build_tool
+from .tools import Tool, ToolDefinitionError, ToolOptions, build_tool
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
-class ToolOptions(TypedDict, total=False):
-    """What :func:`tool` and :meth:`ToolRegistry.register` accept besides the handler."""
+class Registry(Generic[T]):
+    """An ordered set of uniquely keyed items. Lists serve them in registration order.
 
-    name: str
-    title: str
-    description: str
-    input_schema: Mapping[str, Any]
-    output_schema: Mapping[str, Any]
-    annotations: Mapping[str, Any]
-    icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...]
-    task_support: TaskSupport
-    meta: Mapping[str, Any]
-
-
-class ToolRegistry:
-    """An ordered set of tools with unique names.
-
-    ``tools/list`` serves them in registration order, so the order is
-    deterministic for a given project.
+    Changes after startup are announced to ``subscriptions/listen`` streams
+    (in every server process) through the Channels layer.
     """
 
-    def __init__(self) -> None:
-        self._tools: dict[str, Tool] = {}
+    kind: ClassVar[str] = ""
+
+    def __init__(self, name: str = "default") -> None:
+        self.name = name
+        self._items: dict[str, T] = {}
+
+    @property
+    def channel_group(self) -> str:
+        """The Channels group whose members hear about changes to this registry."""
+        return f"django_mcp.{self.kind}.{self.name}"
+
+    def _add(self, key: str, item: T) -> None:
+        if key in self._items:
+            raise ImproperlyConfigured(f"A {self.kind[:-1]} {key!r} is already registered")
+        self._items[key] = item
+        self._changed()
+
+    def unregister(self, key: str) -> None:
+        """Remove an item. Raises ``KeyError`` if there is none by that key."""
+        del self._items[key]
+        self._changed()
+
+    def get(self, key: str) -> T | None:
+        """The item registered under ``key``, if any."""
+        return self._items.get(key)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(list(self._items.values()))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def _changed(self) -> None:
+        from .notify import announce_list_changed
+
+        announce_list_changed(self)
+
+
+class ToolRegistry(Registry[Tool]):
+    """The tools a server serves, by unique name."""
+
+    kind = "tools"
 
     @overload
     def register(self, handler: F, /, **options: Unpack[ToolOptions]) -> F: ...
@@ -59,44 +89,15 @@ class ToolRegistry:
                 tool = build_tool(func, **options)
             except ToolDefinitionError as exc:
                 raise ImproperlyConfigured(str(exc)) from None
-            if tool.name in self._tools:
-                raise ImproperlyConfigured(f"A tool named {tool.name!r} is already registered")
-            self._tools[tool.name] = tool
+            self._add(tool.name, tool)
             return func
 
         return add if handler is None else add(handler)
-
-    def unregister(self, name: str) -> None:
-        """Remove a tool. Raises ``KeyError`` if there is none by that name."""
-        del self._tools[name]
-
-    def get(self, name: str) -> Tool | None:
-        """The tool called ``name``, if registered."""
-        return self._tools.get(name)
-
-    def __iter__(self) -> Iterator[Tool]:
-        return iter(list(self._tools.values()))
-
-    def __len__(self) -> int:
-        return len(self._tools)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._tools
 
 
 registry = ToolRegistry()
 """The project-wide tool registry that :func:`tool` registers into and servers serve by default."""
 
 
-@overload
-def tool(handler: F, /, **options: Unpack[ToolOptions]) -> F: ...
-@overload
-def tool(handler: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
-
-
-def tool(handler: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
-    """Register a tool in the project-wide :data:`registry`: ``@tool`` or ``@tool(name=..., ...)``.
-
-    Takes the same options as :meth:`ToolRegistry.register`.
-    """
-    return registry.register(handler, **options)
+tool = registry.register
+"""Register a tool in the project-wide :data:`registry`: ``@tool``, ``@tool(name=..., ...)`` or ``tool(func)``."""

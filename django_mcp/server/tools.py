@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, get_type_hints
+from typing import Any, Literal, TypedDict, get_type_hints
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -17,10 +17,25 @@ from pydantic.json_schema import GenerateJsonSchema
 
 from ..protocol.errors import invalid_params
 from ..protocol.headers import ParamHeader, param_headers
+from .handlers import first_parameter_takes_request
 
 TaskSupport = Literal["forbidden", "optional", "required"]
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class ToolOptions(TypedDict, total=False):
+    """What :func:`~django_mcp.tool` and ``ToolRegistry.register`` accept besides the handler."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: Mapping[str, Any]
+    output_schema: Mapping[str, Any]
+    annotations: Mapping[str, Any]
+    icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...]
+    task_support: TaskSupport
+    meta: Mapping[str, Any]
 
 
 class ToolDefinitionError(ValueError):
@@ -44,10 +59,6 @@ class Tool:
     # Set when the schema was derived from the signature: arguments are then
     # converted to the annotated types before the handler sees them.
     arguments_model: type[BaseModel] | None = field(default=None, repr=False)
-
-    @cached_property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.handler)
 
     @cached_property
     def _input_validator(self) -> Draft202012Validator:
@@ -157,15 +168,14 @@ def build_tool(
         )
     if task_support not in ("forbidden", "optional", "required"):
         raise ToolDefinitionError(f"Tool {tool_name!r}: task_support must be 'forbidden', 'optional' or 'required'")
-    params = list(inspect.signature(handler).parameters.values())
-    if not params or params[0].kind not in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+    if not first_parameter_takes_request(handler):
         raise ToolDefinitionError(
             f"Tool {tool_name!r}: the handler's first parameter must take the request "
             f"(e.g. `def {tool_name}(request, ...)`)"
         )
     model: type[BaseModel] | None = None
     if input_schema is None:
-        model = _arguments_model(handler, tool_name, params[1:])
+        model = _arguments_model(handler, tool_name, list(inspect.signature(handler).parameters.values())[1:])
         input_schema = model.model_json_schema(schema_generator=_UntitledSchema)
         input_schema.setdefault("properties", {})
     for label, schema in (("input_schema", input_schema), ("output_schema", output_schema)):
