@@ -29,9 +29,9 @@ ASGI_APPLICATION = "tests.asgi.application"
 
 DATABASES = _databases()
 # A file (not :memory:) test database, so server processes started by live tests share it.
-DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / ".test-db.sqlite3")} if (
-    DATABASES["default"]["ENGINE"].endswith("sqlite3")
-) else {}
+DATABASES["default"]["TEST"] = (
+    {"NAME": str(BASE_DIR / ".test-db.sqlite3")} if (DATABASES["default"]["ENGINE"].endswith("sqlite3")) else {}
+)
 
 if os.environ.get("REDIS_URL"):
     CHANNEL_LAYERS = {

@@ -169,7 +169,9 @@ async def test_missing_client_capability_is_400_32021(async_client):
     body = json.loads(response.content)
     assert_wire(body, "MissingRequiredClientCapabilityError")
     assert body["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
-    ok = await call(async_client, "tools/call", {"name": "needs_sampling"}, meta_extra={"capabilities": {"sampling": {}}})
+    ok = await call(
+        async_client, "tools/call", {"name": "needs_sampling"}, meta_extra={"capabilities": {"sampling": {}}}
+    )
     assert ok["result"]["content"][0]["text"] == "sampled"
 
 

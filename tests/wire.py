@@ -61,11 +61,15 @@ async def post(
     drop: tuple[str, ...] = (),
 ) -> Any:
     """POST ``body`` (a dict, or raw bytes) with conforming headers, overridden by ``headers``."""
-    hdrs = headers_for(body) if isinstance(body, dict) else {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": VERSION,
-    }
+    hdrs = (
+        headers_for(body)
+        if isinstance(body, dict)
+        else {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": VERSION,
+        }
+    )
     hdrs.update(headers or {})
     for name in drop:
         hdrs.pop(name, None)
