@@ -49,3 +49,82 @@ def per_request_options(request: HttpRequest) -> ServerOptions:
 
 
 dynamic_server = McpServer(per_request_options, extension_plugins=[EchoExtension()], urls_namespace="mcp_dynamic")
+
+
+# -- a server with its own registries of prompts and resources -----------------------
+
+from django_mcp import PromptArgument, PromptRegistry, ResourceRegistry, ToolRegistry  # noqa: E402
+
+content_tools = ToolRegistry(name="content")
+content_prompts = PromptRegistry(name="content")
+content_resources = ResourceRegistry(name="content")
+
+
+@content_tools.register
+def ping_tool(request: McpRequest) -> str:
+    return "pong"
+
+
+@content_prompts.register(description="Says hello.")
+def hello(request: McpRequest) -> str:
+    return "Say hello to the user."
+
+
+def colours(request: McpRequest, value: str, arguments: dict) -> list[str]:
+    return [c for c in ("red", "green", "blue", "rose") if c.startswith(value)]
+
+
+def many(request: McpRequest, value: str, arguments: dict) -> list[str]:
+    return [f"{value}{i}" for i in range(150)]
+
+
+@content_prompts.register(
+    arguments=[
+        PromptArgument("colour", description="A colour", required=True),
+        PromptArgument("shade", required=False),
+    ],
+    complete={"colour": colours, "shade": many},
+    title="Paint",
+)
+async def paint(request: McpRequest, colour: str, shade: str = "plain") -> list:
+    return [
+        f"Paint it {colour} ({shade}).",
+        {"role": "assistant", "content": {"type": "text", "text": "Which wall?"}},
+        {"role": "user", "content": {"type": "resource", "resource": {"uri": "test://wall", "text": "north wall"}}},
+    ]
+
+
+@content_prompts.register
+def broken_prompt(request: McpRequest) -> str:
+    raise RuntimeError("prompt exploded")
+
+
+@content_resources.register("test://readme", mime_type="text/plain", description="The readme.")
+def readme(request: McpRequest) -> str:
+    return "Read me."
+
+
+@content_resources.register("test://logo", mime_type="image/png")
+def logo(request: McpRequest) -> bytes:
+    return b"\x89PNG\r\n"
+
+
+def user_ids(request: McpRequest, value: str, arguments: dict) -> list[str]:
+    return [i for i in ("1", "12", "123", "2") if i.startswith(value)]
+
+
+@content_resources.register(
+    "test://users/{user_id}/profile", mime_type="application/json", complete={"user_id": user_ids}
+)
+async def profile(request: McpRequest, user_id: str) -> dict:
+    return {"text": f'{{"id": "{user_id}"}}'}
+
+
+@content_resources.register("test://broken")
+def broken_resource(request: McpRequest) -> str:
+    raise RuntimeError("disk on fire")
+
+
+content_server = McpServer(
+    tools=content_tools, prompts=content_prompts, resources=content_resources, urls_namespace="mcp_content"
+)

@@ -7,4 +7,5 @@ urlpatterns = [
     path("mcp-bearer/", servers.bearer_server.urls),
     path("mcp-ext/", servers.extension_server.urls),
     path("mcp-dynamic/", servers.dynamic_server.urls),
+    path("mcp-content/", servers.content_server.urls),
 ]

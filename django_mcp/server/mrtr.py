@@ -168,7 +168,7 @@ def binding(principal: str, method: str, params: Mapping[str, Any]) -> str:
         "principal": principal,
         "method": method,
         "target": params.get("name", params.get("uri")),
-        "arguments": params.get("arguments"),
+        "arguments": params.get("arguments") or {},  # omitted and {} are the same call
     }
     return hashlib.sha256(json.dumps(subject, sort_keys=True, default=str).encode()).hexdigest()
 

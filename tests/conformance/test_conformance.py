@@ -1,0 +1,91 @@
+"""The official MCP conformance suite judges the fixture project, through tests/conformance/runner.py.
+
+One run per module: the runner installs Node.js 22 and the suite into its cache
+the first time (needs npm; later runs need nothing from the network), starts
+``tests.conformance`` under daphne on 127.0.0.1, runs the 2026-07-28
+requirement set (plus the tasks extension) and stops the server.
+
+The groups whose fixtures exist must be clean; the ones still being built
+(the tasks extension) are strict xfails, so the marker has to go as soon as
+the group turns green.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from tests.conformance.runner import ConformanceError, ConformanceResult, Finding, report, run
+
+pytestmark = [pytest.mark.live, pytest.mark.conformance, pytest.mark.timeout(1200)]
+
+# xfail only covers the assertion about the group: a suite that cannot run
+# (pytest.fail, not an AssertionError) still fails these tests.
+not_built_yet = pytest.mark.xfail(strict=True, raises=AssertionError, reason="tasks extension fixtures not built yet")
+
+
+@pytest.fixture(scope="module")
+def conformance(tmp_path_factory: pytest.TempPathFactory) -> ConformanceResult | str:
+    """The run's result, or why the suite could not run (each test then fails with that message)."""
+    out = tmp_path_factory.mktemp("conformance-results")
+    try:
+        result = run(out_dir=out, progress=io.StringIO())
+    except ConformanceError as exc:
+        return f"the conformance suite could not run: {exc}"
+    text = io.StringIO()
+    report(result, text)
+    (out / "report.txt").write_text(text.getvalue(), encoding="utf-8")
+    return result
+
+
+def ran(outcome: ConformanceResult | str) -> ConformanceResult:
+    __tracebackhide__ = True
+    if isinstance(outcome, str):
+        pytest.fail(outcome, pytrace=False)
+    return outcome
+
+
+def explain(result: ConformanceResult, failures: list[Finding]) -> str:
+    lines = [f"{len(failures)} failing check(s):"]
+    lines += [f"  {f.scenario} :: {f.check_id}: {f.message}" for f in failures]
+    lines.append(f"{result.summary_line} (results and logs: {result.out_dir})")
+    return "\n".join(lines)
+
+
+def assert_clean(result: ConformanceResult, failures: list[Finding]) -> None:
+    __tracebackhide__ = True
+    if failures:
+        raise AssertionError(explain(result, failures))
+
+
+def test_suite_ran_every_planned_scenario(conformance: ConformanceResult | str) -> None:
+    result = ran(conformance)
+    assert result.suite_exit_code is not None, explain(result, result.failures)
+    assert len(result.scenarios) >= 50, sorted(result.scenarios)  # 37 scored + 13 not_scored at 0.2.0-alpha.12
+
+
+def test_core_tools_transport_and_http_headers_pass(conformance: ConformanceResult | str) -> None:
+    result = ran(conformance)
+    assert_clean(result, result.failures_in("core", "tools", "transport", "http-headers"))
+
+
+def test_resources_pass(conformance: ConformanceResult | str) -> None:
+    result = ran(conformance)
+    assert_clean(result, result.failures_in("resources"))
+
+
+def test_prompts_pass(conformance: ConformanceResult | str) -> None:
+    result = ran(conformance)
+    assert_clean(result, result.failures_in("prompts"))
+
+
+def test_mrtr_pass(conformance: ConformanceResult | str) -> None:
+    result = ran(conformance)
+    assert_clean(result, result.failures_in("mrtr"))
+
+
+@not_built_yet
+def test_tasks_extension_pass(conformance: ConformanceResult | str) -> None:
+    result = ran(conformance)
+    assert_clean(result, result.failures_in("tasks-extension"))

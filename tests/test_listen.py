@@ -1,0 +1,248 @@
+"""subscriptions/listen: acknowledgement, filtering, delivery through the Channels layer, cleanup."""
+
+import asyncio
+import json
+
+import pytest
+from asgiref.testing import ApplicationCommunicator
+from channels.layers import get_channel_layer
+from django.core.asgi import get_asgi_application
+
+from django_mcp import close_listen_streams, notify_resource_updated, registry
+from django_mcp.server.listen import open_listen_streams
+from tests.servers import content_prompts, content_tools
+from tests.wire import assert_wire, headers_for, post, request_body
+
+SUB = "io.modelcontextprotocol/subscriptionId"
+
+
+class Stream:
+    """A listen stream driven through the ASGI app as daphne drives it, read one SSE frame at a time."""
+
+    def __init__(self, communicator, headers):
+        self.communicator = communicator
+        self.headers = headers
+        self._buffer = b""
+        self.ended = False
+
+    @classmethod
+    async def open(cls, body, path):
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"host", b"testserver")]
+            + [(k.lower().encode(), v.encode()) for k, v in headers_for(body).items()],
+            "client": ("127.0.0.1", 5000),
+            "server": ("testserver", 80),
+        }
+        communicator = ApplicationCommunicator(get_asgi_application(), scope)
+        await communicator.send_input({"type": "http.request", "body": json.dumps(body).encode()})
+        start = await communicator.receive_output(timeout=2)
+        assert start["type"] == "http.response.start"
+        headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
+        assert start["status"] == 200, start
+        assert headers["content-type"] == "text/event-stream"
+        return cls(communicator, headers)
+
+    async def next_chunk(self, timeout=2.0):
+        if self.ended:
+            raise StopAsyncIteration
+        # Not receive_output(): on a timeout it cancels the application.
+        message = await asyncio.wait_for(self.communicator.output_queue.get(), timeout)
+        if not message.get("more_body", False):
+            self.ended = True
+        return message.get("body", b"")
+
+    async def frame(self, timeout=2.0):
+        while b"\n\n" not in self._buffer:
+            self._buffer += await self.next_chunk(timeout)
+        block, self._buffer = self._buffer.split(b"\n\n", 1)
+        if block.startswith(b":"):
+            return block.decode()
+        data = [line[6:] for line in block.decode().splitlines() if line.startswith("data: ")]
+        return json.loads("".join(data))
+
+    async def close(self):
+        """The client goes away."""
+        await self.communicator.send_input({"type": "http.disconnect"})
+        await self.communicator.wait(timeout=2)
+
+
+async def listen(client, notifications, *, id="L1", path="/mcp/", **meta_extra):
+    body = request_body("subscriptions/listen", {"notifications": notifications}, id=id, **meta_extra)
+    return await Stream.open(body, path)
+
+
+def _in_memory_members():
+    layer = get_channel_layer()
+    return sum(len(members) for members in getattr(layer, "groups", {}).values())
+
+
+async def test_first_frame_is_the_acknowledgement_with_the_honoured_filter(async_client):
+    stream = await listen(async_client, {"toolsListChanged": True, "promptsListChanged": True, "extra": 1})
+    ack = await stream.frame()
+    assert_wire(ack, "SubscriptionsAcknowledgedNotification")
+    # The default test server has tools but no prompts: only toolsListChanged is honoured.
+    assert ack == {
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": {"toolsListChanged": True}, "_meta": {SUB: "L1"}},
+    }
+    assert stream.headers["x-accel-buffering"] == "no"
+    await stream.close()
+
+
+async def test_subscription_id_keeps_the_json_type_of_the_request_id(async_client):
+    stream = await listen(async_client, {}, id=7)
+    assert (await stream.frame())["params"]["_meta"][SUB] == 7
+    await stream.close()
+
+
+async def test_tool_list_changes_reach_the_stream_tagged_with_the_subscription(async_client):
+    stream = await listen(async_client, {"toolsListChanged": True})
+    await stream.frame()
+
+    def temp(request):
+        return "t"
+
+    registry.register(temp, name="temp_tool")
+    try:
+        frame = await stream.frame()
+        assert_wire(frame, "ToolListChangedNotification")
+        assert frame == {
+            "jsonrpc": "2.0",
+            "method": "notifications/tools/list_changed",
+            "params": {"_meta": {SUB: "L1"}},
+        }
+    finally:
+        registry.unregister("temp_tool")
+    assert (await stream.frame())["method"] == "notifications/tools/list_changed"
+    await stream.close()
+
+
+async def test_filter_is_honoured(async_client):
+    tools_stream = await listen(async_client, {"toolsListChanged": True}, id="t", path="/mcp-content/")
+    prompts_stream = await listen(async_client, {"promptsListChanged": True}, id="p", path="/mcp-content/")
+    await tools_stream.frame()
+    await prompts_stream.frame()
+    content_prompts.register(lambda request: "x", name="temp_prompt")
+    try:
+        assert (await prompts_stream.frame())["method"] == "notifications/prompts/list_changed"
+        content_tools.register(lambda request: "x", name="temp_tool2")
+        content_tools.unregister("temp_tool2")
+        assert (await tools_stream.frame())["method"] == "notifications/tools/list_changed"
+        # The prompts stream must not have received the tools change.
+        with pytest.raises(TimeoutError):
+            await prompts_stream.frame(timeout=0.3)
+    finally:
+        content_prompts.unregister("temp_prompt")
+        await tools_stream.close()
+        await prompts_stream.close()
+
+
+async def test_resource_subscriptions_deliver_updates_for_known_uris_only(async_client):
+    wanted = ["test://readme", "test://users/5/profile", "test://unknown"]
+    stream = await listen(async_client, {"resourceSubscriptions": wanted}, path="/mcp-content/")
+    ack = await stream.frame()
+    assert ack["params"]["notifications"] == {"resourceSubscriptions": ["test://readme", "test://users/5/profile"]}
+    notify_resource_updated("test://logo")  # not subscribed
+    notify_resource_updated("test://users/5/profile")
+    frame = await stream.frame()
+    assert_wire(frame, "ResourceUpdatedNotification")
+    assert frame["params"] == {"uri": "test://users/5/profile", "_meta": {SUB: "L1"}}
+    await stream.close()
+
+
+async def test_keepalive_comments_on_an_idle_stream(async_client, settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_KEEPALIVE_SECONDS": 0.05}
+    stream = await listen(async_client, {"toolsListChanged": True})
+    await stream.frame()
+    assert (await stream.frame()) == ": keepalive"
+    await stream.close()
+
+
+async def test_graceful_close_sends_the_listen_result(async_client):
+    stream = await listen(async_client, {"toolsListChanged": True}, id="bye")
+    await stream.frame()
+    assert close_listen_streams() >= 1
+    final = await stream.frame()
+    assert_wire(final, "JSONRPCResultResponse")
+    assert final["id"] == "bye"
+    assert final["result"]["resultType"] == "complete"
+    assert final["result"]["_meta"][SUB] == "bye"
+    assert final["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "django-mcp-tests"
+    assert await stream.next_chunk() == b""
+    assert stream.ended
+
+
+async def test_a_slow_client_is_closed_not_buffered():
+    """While the body generator is not pulled (a client that does not read), the bounded queue fills up."""
+    from django_mcp.server.listen import ListenStream
+
+    stream = ListenStream(
+        "slow", {"toolsListChanged": True}, ["slow.group"], [], result_meta={}, keepalive_seconds=5, queue_size=2
+    )
+    events = stream.events()
+    assert b"acknowledged" in await anext(events)
+    first = asyncio.ensure_future(anext(events))  # starts the forwarder, then waits for a message
+    await asyncio.sleep(0.01)
+    layer = get_channel_layer()
+    await layer.group_send("slow.group", {"type": "mcp.notification", "message": {"method": "a"}})
+    assert b'"method":"a"' in await first
+    for n in range(10):  # nobody pulls now: two fit, the third overflows
+        await layer.group_send("slow.group", {"type": "mcp.notification", "message": {"method": f"m{n}"}})
+    await asyncio.sleep(0.05)
+    rest = [chunk async for chunk in events]
+    assert len(rest) <= 2  # at most what the queue holds, the close included: never all ten
+    final = json.loads(rest[-1].decode().split("data: ", 1)[1])
+    assert final["id"] == "slow" and final["result"]["resultType"] == "complete"
+    assert "slow.group" not in getattr(layer, "groups", {})
+
+
+async def test_disconnect_releases_every_group_membership(async_client):
+    before = _in_memory_members()
+    streams = [
+        await listen(async_client, {"toolsListChanged": True, "promptsListChanged": True}, id=i, path="/mcp-content/")
+        for i in range(5)
+    ]
+    for s in streams:
+        await s.frame()
+    assert _in_memory_members() == before + 10
+    assert open_listen_streams() == 5
+    for s in streams:
+        await s.close()
+    assert _in_memory_members() == before
+    assert open_listen_streams() == 0
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"notifications": True},
+        {"notifications": {"toolsListChanged": "yes"}},
+        {"notifications": {"resourceSubscriptions": "test://readme"}},
+    ],
+)
+async def test_bad_filters_are_plain_json_errors(async_client, params):
+    response = await post(async_client, request_body("subscriptions/listen", params))
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/json")
+    assert json.loads(response.content)["error"]["code"] == -32602
+
+
+async def test_without_a_channel_layer_subscriptions_are_refused_clearly(async_client, settings):
+    settings.CHANNEL_LAYERS = {}
+    caps = json.loads((await post(async_client, request_body("server/discover"))).content)["result"]["capabilities"]
+    assert caps["tools"] == {"listChanged": False}
+    # Nothing can be honoured, so the stream is just the acknowledgement (and keepalives).
+    stream = await listen(async_client, {"toolsListChanged": True})
+    assert (await stream.frame())["params"]["notifications"] == {}
+    await stream.close()
