@@ -2,11 +2,20 @@ from django.apps import AppConfig
 
 
 class ConformanceFixturesConfig(AppConfig):
-    """Registers the conformance fixture tools from ready(), as a user's app would."""
+    """Registers the conformance fixtures from ready(), as a user's app would.
+
+    Import order is registration order, which is the tools/list order:
+    ``fixtures`` first (test_simple_text must be the first listed tool).
+    """
 
     name = "tests.conformance"
     label = "mcp_conformance"
     verbose_name = "MCP conformance fixtures"
 
     def ready(self) -> None:
-        from . import fixtures  # noqa: F401  (registers the fixture tools)
+        from . import (
+            fixtures,  # noqa: F401  (the core, tools, transport and HTTP-header tools)
+            mrtr,  # noqa: F401  (test_input_required_result_* tools and prompt)
+            resources_prompts,  # noqa: F401  (resources, prompts, completion)
+            triggers,  # noqa: F401  (test_trigger_tool_change, test_trigger_prompt_change)
+        )

@@ -7,8 +7,10 @@ the conformance notes (``shared/conformance/README.md`` §2.1)). Registration or
 *first* listed tool with ``arguments: {}``, so that tool must take no
 arguments.
 
-Resources, prompts, completion, MRTR (``test_input_required_result_*``) and
-tasks fixtures are not here yet.
+Resources, prompts and completion are in ``resources_prompts.py``, MRTR
+(``test_input_required_result_*``) in ``mrtr.py`` and the list-change hooks in
+``triggers.py``; all are imported from ``apps.py`` after this module. Tasks
+fixtures are not here yet.
 """
 
 from __future__ import annotations
