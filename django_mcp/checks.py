@@ -38,7 +38,7 @@ def check_settings(
     if mcp.AUTH is not None:
         try:
             import_string(mcp.AUTH)
-        except ImportError as exc:
+        except Exception as exc:  # an auth module may fail to import in any way
             messages.append(
                 Error(
                     f"{SETTINGS_NAME}['AUTH'] = {mcp.AUTH!r} cannot be imported: {exc}",

@@ -1,1 +1,5 @@
-"""django-mcp's models (the tasks extension adds its own in ``django_mcp.tasks``)."""
+"""django-mcp's models. The tasks extension keeps its model in its own subpackage."""
+
+from .tasks.models import Task, TaskStatus
+
+__all__ = ["Task", "TaskStatus"]

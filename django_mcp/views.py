@@ -127,6 +127,7 @@ async def _respond(
         meta=admitted.meta,
         headers=headers,
         sink=notifications.put_nowait,
+        server=server,
     )
     work: asyncio.Future[Outcome | ListenStream] = asyncio.ensure_future(_outcome(server, context))
     first: asyncio.Future[dict[str, Any]] = asyncio.ensure_future(notifications.get())

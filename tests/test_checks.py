@@ -306,11 +306,6 @@ def broken_auth_module():
         sys.modules.pop(finder.NAME, None)
 
 
-@pytest.mark.xfail(
-    reason="BUG: checks.py check_settings only catches ImportError around import_string(AUTH); "
-    "an auth module that raises anything else crashes `manage.py check` instead of reporting E003",
-    strict=True,
-)
 def test_e003_auth_module_raising_at_import(broken_auth_module):
     with override_settings(DJANGO_MCP={"AUTH": broken_auth_module}):
         messages = check_settings(None)

@@ -179,10 +179,6 @@ class TestParamHeaders:
             )
         assert str(info.value) == "x-mcp-header 'a b' at loc.city is not an RFC 9110 token"
 
-    @pytest.mark.xfail(
-        reason="BUG: headers.py _TOKEN uses '$', which also matches before a trailing newline; use \\Z or fullmatch",
-        strict=True,
-    )
     def test_name_with_trailing_newline_is_not_a_token(self):
         with pytest.raises(ValueError, match="is not an RFC 9110 token"):
             param_headers(_schema(a={"type": "string", "x-mcp-header": "Region\n"}))
@@ -264,10 +260,6 @@ class TestParamHeaders:
         with pytest.raises(ValueError, match="reachable from the root"):
             param_headers(schema)
 
-    @pytest.mark.xfail(
-        reason="BUG: headers.py _count_annotations counts a *property named* 'x-mcp-header' as an annotation",
-        strict=True,
-    )
     def test_property_named_x_mcp_header_is_not_an_annotation(self):
         assert param_headers(_schema(**{"x-mcp-header": {"type": "string"}})) == ()
 
@@ -398,19 +390,11 @@ class TestCheckParamHeaders:
             check_param_headers(_only("Count"), {"count": body}, {"mcp-param-count": header})
         assert_mismatch(info, "Mcp-Param-Count", "does not match")
 
-    @pytest.mark.xfail(
-        reason="BUG: headers.py _same_value compares integers through float(), losing precision above 2**53",
-        strict=True,
-    )
     def test_large_integers_are_compared_exactly(self):
         with pytest.raises(McpJsonRpcError) as info:
             check_param_headers(_only("Count"), {"count": 9007199254740993}, {"mcp-param-count": "9007199254740992"})
         assert_mismatch(info, "Mcp-Param-Count", "does not match")
 
-    @pytest.mark.xfail(
-        reason="BUG: headers.py _same_value uses float(), which accepts Python-only numeric syntax such as '4_2'",
-        strict=True,
-    )
     def test_integer_header_must_be_a_json_number(self):
         with pytest.raises(McpJsonRpcError) as info:
             check_param_headers(_only("Count"), {"count": 42}, {"mcp-param-count": "4_2"})

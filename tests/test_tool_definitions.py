@@ -83,10 +83,6 @@ class TestToolNames:
         assert name not in reg
         assert len(reg) == 0
 
-    @pytest.mark.xfail(
-        reason="BUG: tools.py TOOL_NAME uses '$' with .match(), which accepts a trailing newline; use fullmatch/\\Z",
-        strict=True,
-    )
     def test_name_with_trailing_newline_is_invalid(self):
         with pytest.raises(ImproperlyConfigured, match="Invalid tool name"):
             ToolRegistry().register(echo, name="add\n")
@@ -347,10 +343,6 @@ class TestDerivedSchema:
         }
         assert schema["$defs"]["Point"]["required"] == ["x"]
 
-    @pytest.mark.xfail(
-        reason="BUG: tools.py _UntitledSchema leaves pydantic's model/enum 'title' in $defs entries",
-        strict=True,
-    )
     def test_no_title_keys_in_defs(self):
         def f(request, p: Point, c: Color = Color.RED):
             pass
@@ -358,10 +350,6 @@ class TestDerivedSchema:
         schema = build_tool(f).input_schema
         assert "title" not in set(_walk_keys(schema)), schema
 
-    @pytest.mark.xfail(
-        reason="BUG: tools.py _arguments_model calls get_type_hints() without include_extras=True, dropping Annotated",
-        strict=True,
-    )
     def test_annotated_field_metadata_reaches_the_schema(self):
         schema = build_tool(search_tool).input_schema
         assert schema["properties"]["q"] == {"type": "string", "description": "Search text", "minLength": 2}
@@ -569,19 +557,11 @@ class TestValidateArguments:
         assert err.data["tool"] == "echo"
         assert "'text' is a required property" in err.message
 
-    @pytest.mark.xfail(
-        reason="BUG: tools.py _first_error/validate_arguments render the root as '/' (RFC 6901: root is '')",
-        strict=True,
-    )
     def test_root_error_path_is_the_empty_pointer(self):
         with pytest.raises(McpJsonRpcError) as info:
             build_tool(echo).validate_arguments({})
         assert info.value.data == {"tool": "echo", "path": ""}
 
-    @pytest.mark.xfail(
-        reason="BUG: tools.py _first_error/validate_arguments do not escape '~' and '/' in JSON pointer tokens",
-        strict=True,
-    )
     def test_path_escapes_json_pointer_tokens(self):
         schema = {"type": "object", "properties": {"a/b": {"type": "integer"}, "c~d": {"type": "integer"}}}
         t = build_tool(order, input_schema=schema)
@@ -678,20 +658,12 @@ class TestValidateArguments:
 
         assert build_tool(f).validate_arguments({"a": 1, "b": 2}) == {"a": 1}
 
-    @pytest.mark.xfail(
-        reason="BUG: tools.py validate_arguments drops extras for derived schemas even when the handler takes **kwargs",
-        strict=True,
-    )
     def test_derived_extra_arguments_kept_with_kwargs(self):
         def f(request, a: int, **kwargs):
             pass
 
         assert build_tool(f).validate_arguments({"a": 1, "b": 2}) == {"a": 1, "b": 2}
 
-    @pytest.mark.xfail(
-        reason="BUG: tools.py _arguments_model calls get_type_hints() without include_extras=True, dropping Annotated",
-        strict=True,
-    )
     def test_annotated_validator_is_applied(self):
         t = build_tool(even_tool)
         assert t.input_schema["properties"]["n"] == {"type": "integer"}  # the schema cannot say "even"

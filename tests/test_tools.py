@@ -93,7 +93,7 @@ async def test_legacy_task_param_is_ignored(async_client):
 @pytest.mark.parametrize(
     "arguments,path",
     [
-        ({}, "/"),
+        ({}, ""),
         ({"a": "one"}, "/a"),
         ({"a": 1, "b": 2.5}, "/b"),
         ([1, 2], None),

@@ -7,6 +7,7 @@ import binascii
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from .errors import header_mismatch
@@ -14,7 +15,11 @@ from .errors import header_mismatch
 _SENTINEL_PREFIX = "=?base64?"
 _SENTINEL_SUFFIX = "?="
 _OWS = " \t"
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # RFC 9110 token
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token (used with fullmatch)
+_JSON_NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
+# Keywords whose values are maps of name -> schema, and keywords whose values are data, not schemas.
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
 _HEADER_TYPES = ("string", "integer", "boolean")
 _MISSING = object()
 
@@ -62,7 +67,7 @@ def param_headers(input_schema: Mapping[str, Any]) -> tuple[ParamHeader, ...]:
     found = list(_walk_properties(input_schema, ()))
     seen: set[str] = set()
     for ph in found:
-        if not isinstance(ph.name, str) or not _TOKEN.match(ph.name):
+        if not isinstance(ph.name, str) or not _TOKEN.fullmatch(ph.name):
             raise ValueError(f"x-mcp-header {ph.name!r} at {'.'.join(ph.path)} is not an RFC 9110 token")
         if ph.type not in _HEADER_TYPES:
             raise ValueError(
@@ -88,12 +93,21 @@ def _walk_properties(schema: Mapping[str, Any], path: tuple[str, ...]) -> Iterat
         yield from _walk_properties(sub, (*path, key))
 
 
-def _count_annotations(node: Any) -> int:
-    if isinstance(node, Mapping):
-        return int("x-mcp-header" in node) + sum(_count_annotations(v) for v in node.values())
-    if isinstance(node, list):
-        return sum(_count_annotations(v) for v in node)
-    return 0
+def _count_annotations(schema: Any) -> int:
+    """``x-mcp-header`` annotations anywhere in a schema (a property merely *named* so is not one)."""
+    if isinstance(schema, list):
+        return sum(_count_annotations(v) for v in schema)
+    if not isinstance(schema, Mapping):
+        return 0
+    count = int("x-mcp-header" in schema)
+    for keyword, value in schema.items():
+        if keyword in _DATA_KEYWORDS or keyword == "x-mcp-header":
+            continue
+        if keyword in _SCHEMA_MAPS and isinstance(value, Mapping):
+            count += sum(_count_annotations(v) for v in value.values())
+        else:
+            count += _count_annotations(value)
+    return count
 
 
 def check_param_headers(
@@ -124,8 +138,6 @@ def _same_value(header_value: str, body_value: Any, type_: str) -> bool:
     if type_ == "integer":
         if isinstance(body_value, bool) or not isinstance(body_value, int | float):
             return False
-        try:
-            return float(header_value) == float(body_value)
-        except ValueError:
-            return False
+        # Exact and JSON-only: 42 == 42.0, but no float rounding above 2**53 and no "4_2".
+        return bool(_JSON_NUMBER.fullmatch(header_value)) and Decimal(header_value) == Decimal(body_value)
     return isinstance(body_value, str) and header_value == body_value

@@ -14,6 +14,8 @@ from .mrtr import MRTR_METHODS, InputRequest, InputRounds, binding
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
+    from .server import McpServer
+
 Sink = Callable[[dict[str, Any]], None]
 
 
@@ -35,8 +37,11 @@ class McpRequest:
         meta: RequestMeta,
         headers: Mapping[str, str] | None = None,
         sink: Sink | None = None,
+        server: McpServer | None = None,
     ) -> None:
         self.http_request = http_request
+        self.server = server
+        """The server serving this request (extensions find their plugin through it)."""
         self.headers: Mapping[str, str] = headers if headers is not None else {}
         """The HTTP request headers, with lower-case names."""
         self.id = request_id
@@ -143,6 +148,10 @@ class McpRequest:
         if logger is not None:
             params["logger"] = logger
         self._emit(notification("notifications/message", params))
+
+    def stop_notifications(self) -> None:
+        """Drop later progress and log calls (e.g. once the work moved into a task)."""
+        self._sink = None
 
     def _emit(self, message: dict[str, Any]) -> None:
         if self._sink is None or self._loop is None:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from django.http import HttpRequest
 
     from .context import McpRequest
+    from .tools import Tool
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,13 @@ class ExtensionPlugin:
     def methods(self) -> Mapping[str, ExtensionMethod]:
         """The methods this extension serves, by JSON-RPC method name."""
         return {}
+
+    def check_tool_call(self, request: McpRequest, tool: Tool) -> None:
+        """Refuse a ``tools/call`` before its handler runs by raising ``McpJsonRpcError``.
+
+        Called after the tool is found and before its arguments are
+        validated, for every extension enabled for the request.
+        """
 
     listen_filter_keys: tuple[str, ...] = ()
     """The ``subscriptions/listen`` filter keys this extension adds (e.g. ``("taskIds",)``)."""

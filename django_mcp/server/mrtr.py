@@ -70,7 +70,10 @@ A = TypeVar("A", bound=BaseModel)
 
 @dataclass(frozen=True)
 class InputRequest(Generic[A]):
-    """One request for client input; build with :func:`elicit`, :func:`elicit_url`, :func:`sample`, :func:`list_roots`."""
+    """One request for client input.
+
+    Build one with :func:`elicit`, :func:`elicit_url`, :func:`sample` or :func:`list_roots`.
+    """
 
     method: str
     params: dict[str, Any]
@@ -159,7 +162,11 @@ class InputRequired(Exception):  # noqa: N818 - a control-flow signal, not an er
         self.request_state = request_state
 
     def to_result(self) -> dict[str, Any]:
-        return {"resultType": "input_required", "inputRequests": self.input_requests, "requestState": self.request_state}
+        return {
+            "resultType": "input_required",
+            "inputRequests": self.input_requests,
+            "requestState": self.request_state,
+        }
 
 
 def binding(principal: str, method: str, params: Mapping[str, Any]) -> str:

@@ -101,7 +101,7 @@ class PromptOptions(TypedDict, total=False):
 def build_prompt(handler: Callable[..., Any], **options: Unpack[PromptOptions]) -> Prompt:
     """Describe ``handler`` as a prompt; arguments default to its parameters after the request."""
     name = options.get("name", getattr(handler, "__name__", ""))
-    if not isinstance(name, str) or not TOOL_NAME.match(name):
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
         raise ImproperlyConfigured(f"Invalid prompt name {name!r}: use 1-128 characters of [A-Za-z0-9_.-]")
     if not first_parameter_takes_request(handler):
         raise ImproperlyConfigured(f"Prompt {name!r}: the handler's first parameter must take the request")

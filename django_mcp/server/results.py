@@ -24,6 +24,10 @@ class ToolError(Exception):
     """
 
 
+class RawResult(dict[str, Any]):
+    """A result a tool returns as is, not as ``CallToolResult`` (e.g. an extension's ``CreateTaskResult``)."""
+
+
 def text_content(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
@@ -53,6 +57,8 @@ def call_tool_result(tool: Tool, value: Any) -> dict[str, Any]:
     Structured content is checked against the output schema; a mismatch is a
     server bug and answers -32603.
     """
+    if isinstance(value, RawResult):
+        return dict(value)
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", by_alias=True)
         result = {"content": [text_content(dumps(value))], "structuredContent": value}

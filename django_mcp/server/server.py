@@ -128,6 +128,10 @@ class McpServer:
         """Whether options are computed per request (discovery then varies per request)."""
         return callable(self._options)
 
+    def plugin(self, identifier: str) -> ExtensionPlugin | None:
+        """The installed extension plugin with this identifier, if any."""
+        return next((p for p in self.extension_plugins if p.identifier == identifier), None)
+
     def options_for(self, http_request: HttpRequest) -> ResolvedOptions:
         options = self._options(http_request) if callable(self._options) else self._options
         return options.resolved(get_settings())
@@ -185,7 +189,9 @@ class McpServer:
             capability = _CAPABILITY_OF.get(request.method)
             if capability is not None and capability not in self.capabilities(request.http_request):
                 raise method_not_found(request.method)
-            if request.method in MRTR_METHODS and ("requestState" in request.params or "inputResponses" in request.params):
+            if request.method in MRTR_METHODS and (
+                "requestState" in request.params or "inputResponses" in request.params
+            ):
                 request.input_rounds  # noqa: B018 - verify requestState before any work is done
             try:
                 result = await core(self, request)
@@ -235,7 +241,9 @@ class McpServer:
         return self._page(request, "tools", [t.to_wire() for t in self.tools])
 
     def _page(self, request: McpRequest, key: str, items: list[dict[str, Any]]) -> dict[str, Any]:
-        page, next_cursor = paginate(items, request.params.get("cursor"), self.options_for(request.http_request).page_size)
+        page, next_cursor = paginate(
+            items, request.params.get("cursor"), self.options_for(request.http_request).page_size
+        )
         result: dict[str, Any] = {key: page, **self._cache_hints(request)}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
@@ -248,6 +256,9 @@ class McpServer:
         tool = self.tools.get(name)
         if tool is None:
             raise invalid_params(f"Unknown tool: {name}", {"tool": name})
+        for plugin in self.extension_plugins:
+            if plugin.enabled(request.http_request):
+                plugin.check_tool_call(request, tool)
         arguments = request.params.get("arguments")
         if tool.param_headers:
             check_param_headers(tool.param_headers, arguments if isinstance(arguments, dict) else {}, request.headers)
@@ -336,7 +347,11 @@ class McpServer:
         caps = self.capabilities(request.http_request)
         honoured: dict[str, Any] = {}
         groups: list[str] = []
-        registries: dict[str, Registry[Any]] = {"tools": self.tools, "prompts": self.prompts, "resources": self.resources}
+        registries: dict[str, Registry[Any]] = {
+            "tools": self.tools,
+            "prompts": self.prompts,
+            "resources": self.resources,
+        }
         for flag, capability in _LIST_FLAGS.items():
             value = wanted.get(flag, False)
             if not isinstance(value, bool):
@@ -385,4 +400,3 @@ async def _run(what: str, handler: Callable[..., Any], *args: Any, **kwargs: Any
     except Exception as exc:
         logger.error("%s failed", what, exc_info=exc)
         raise McpJsonRpcError(INTERNAL_ERROR, f"{what} failed: {type(exc).__name__}: {exc}") from None
-

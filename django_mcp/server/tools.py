@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, TypedDict, get_type_hints
@@ -20,7 +20,7 @@ from ..protocol.headers import ParamHeader, param_headers
 from .handlers import first_parameter_takes_request
 
 TaskSupport = Literal["forbidden", "optional", "required"]
-TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # used with fullmatch
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
@@ -118,12 +118,15 @@ class Tool:
             try:
                 model = self.arguments_model.model_validate(arguments)
             except ValidationError as exc:
-                loc = "/" + "/".join(str(p) for p in exc.errors()[0]["loc"])
+                loc = json_pointer(exc.errors()[0]["loc"])
                 raise invalid_params(
                     f"Invalid arguments for tool {self.name!r} at {loc}: {exc.errors()[0]['msg']}",
                     {"tool": self.name, "path": loc},
                 ) from None
-            return {name: getattr(model, name) for name in type(model).model_fields if name in arguments}
+            converted = {name: getattr(model, name) for name in type(model).model_fields if name in arguments}
+            if self._accepted_keywords is None:  # the handler takes **kwargs: extra arguments too
+                converted.update({k: v for k, v in arguments.items() if k not in converted})
+            return converted
         accepted = self._accepted_keywords
         return dict(arguments) if accepted is None else {k: v for k, v in arguments.items() if k in accepted}
 
@@ -142,7 +145,12 @@ def _first_error(validator: Draft202012Validator, instance: Any) -> tuple[str, s
             best = err
     if best is None:
         return None
-    return "/" + "/".join(str(p) for p in best.absolute_path), best.message
+    return json_pointer(best.absolute_path), best.message
+
+
+def json_pointer(parts: Iterable[Any]) -> str:
+    """RFC 6901: ``""`` for the root, ``/a~1b`` for the key ``a/b``."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 def build_tool(
@@ -162,7 +170,7 @@ def build_tool(
     if not callable(handler):
         raise ToolDefinitionError(f"Tool handler {handler!r} is not callable")
     tool_name = name if name is not None else getattr(handler, "__name__", "")
-    if not isinstance(tool_name, str) or not TOOL_NAME.match(tool_name):
+    if not isinstance(tool_name, str) or not TOOL_NAME.fullmatch(tool_name):
         raise ToolDefinitionError(
             f"Invalid tool name {tool_name!r}: use 1-128 characters of letters, digits, '_', '-' and '.'"
         )
@@ -220,12 +228,14 @@ class _UntitledSchema(GenerateJsonSchema):
     def generate(self, schema: Any, mode: Any = "validation") -> Any:
         result = super().generate(schema, mode)
         result.pop("title", None)
+        for definition in result.get("$defs", {}).values():
+            definition.pop("title", None)
         return result
 
 
 def _arguments_model(handler: Callable[..., Any], tool_name: str, params: list[inspect.Parameter]) -> type[BaseModel]:
     try:
-        hints = get_type_hints(handler)
+        hints = get_type_hints(handler, include_extras=True)
     except Exception as exc:  # unresolvable forward references
         raise ToolDefinitionError(f"Tool {tool_name!r}: cannot read the handler's type hints: {exc}") from None
     fields: dict[str, Any] = {}

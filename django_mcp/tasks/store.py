@@ -1,0 +1,235 @@
+"""The one door between task code and the ORM.
+
+Every function runs in a small dedicated thread pool and closes its
+connection when done (background tasks have no request to do it for them).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from functools import wraps
+from typing import Any, ParamSpec, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections, connection, transaction
+from django.utils import timezone
+
+from .models import ACTIVE, TERMINAL, Task, TaskStatus
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="django-mcp-store")
+_CAP_LOCK_KEY = 0x6D63707461736B  # "mcptask": serialises creation at the cap across processes (PostgreSQL)
+
+
+def _in_store_thread(fn: Callable[P, R]) -> Callable[P, Any]:
+    @wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            close_old_connections()
+
+    return sync_to_async(run, thread_sensitive=False, executor=_executor)
+
+
+class TaskLimitReached(Exception):  # noqa: N818
+    """Creating one more task would exceed the plugin's ``max``."""
+
+
+def _parse_id(task_id: Any) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(task_id))
+    except ValueError:
+        return None
+
+
+@_in_store_thread
+def create(
+    *,
+    tool: str,
+    owner: str,
+    arguments: Mapping[str, Any],
+    status_message: str,
+    ttl_ms: int | None,
+    poll_interval_ms: int,
+    max_tasks: int,
+    node: str,
+    lease_seconds: float,
+) -> Task:
+    """Insert a ``working`` task, committed before this returns; refuses past ``max_tasks`` retained."""
+    now = timezone.now()
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CAP_LOCK_KEY])
+        Task.objects.expired(now).delete()  # the lazy sweep: expired tasks free their place
+        if Task.objects.count() >= max_tasks:
+            raise TaskLimitReached
+        return Task.objects.create(
+            tool=tool,
+            owner=owner,
+            arguments=dict(arguments),
+            status_message=status_message,
+            ttl_ms=ttl_ms,
+            poll_interval_ms=poll_interval_ms,
+            created_at=now,
+            updated_at=now,
+            expires_at=now + timedelta(milliseconds=ttl_ms) if ttl_ms is not None else None,
+            node=node,
+            lease_expires_at=now + timedelta(seconds=lease_seconds),
+        )
+
+
+@_in_store_thread
+def visible(task_id: Any, owner: str) -> Task | None:
+    """The task if it exists, belongs to ``owner`` and has not expired (an expired one is deleted)."""
+    pk = _parse_id(task_id)
+    if pk is None:
+        return None
+    task = Task.objects.filter(pk=pk, owner=owner).first()
+    if task is not None and task.expires_at is not None and task.expires_at <= timezone.now():
+        task.delete()
+        return None
+    return task
+
+
+@_in_store_thread
+def visible_many(task_ids: Iterable[Any], owner: str) -> list[Task]:
+    """The visible tasks among ``task_ids``, in the order given."""
+    pks = [pk for pk in (_parse_id(t) for t in task_ids) if pk is not None]
+    found = {t.pk: t for t in Task.objects.filter(pk__in=pks, owner=owner).live(timezone.now())}
+    return [found[pk] for pk in dict.fromkeys(pks) if pk in found]
+
+
+@_in_store_thread
+def reload(task_id: Any) -> Task | None:
+    return Task.objects.filter(pk=task_id).first()
+
+
+@_in_store_thread
+def set_status_message(task_id: Any, message: str) -> Task | None:
+    """Change an active task's status message; None if the task is no longer active."""
+    moved = Task.objects.filter(pk=task_id, status__in=ACTIVE).update(status_message=message, updated_at=timezone.now())
+    return Task.objects.filter(pk=task_id).first() if moved else None
+
+
+@_in_store_thread
+def park(task_id: Any, requests: Mapping[str, Any], message: str | None) -> Task | None:
+    """Add outstanding input requests and move the task to ``input_required``."""
+    with transaction.atomic():
+        task = Task.objects.select_for_update().filter(pk=task_id, status__in=ACTIVE).first()
+        if task is None:
+            return None
+        task.input_requests = {**task.input_requests, **requests}
+        task.input_keys = [*task.input_keys, *requests]
+        task.status = TaskStatus.INPUT_REQUIRED
+        if message is not None:
+            task.status_message = message
+        task.updated_at = timezone.now()
+        task.save(update_fields=["input_requests", "input_keys", "status", "status_message", "updated_at"])
+        return task
+
+
+@_in_store_thread
+def answer(task_id: Any, owner: str, responses: Mapping[str, Any]) -> tuple[Task | None, list[str]]:
+    """Record answers to outstanding requests; others (never issued, already answered) are ignored.
+
+    When nothing is outstanding any more the task is ``working`` again.
+    Returns the task (None if not visible) and the keys that were accepted.
+    """
+    pk = _parse_id(task_id)
+    if pk is None:
+        return None, []
+    now = timezone.now()
+    with transaction.atomic():
+        task = Task.objects.select_for_update().filter(pk=pk, owner=owner).live(now).first()
+        if task is None:
+            return None, []
+        accepted = [k for k in responses if k in task.input_requests] if task.status in ACTIVE else []
+        if not accepted:
+            return task, []
+        task.input_responses = {**task.input_responses, **{k: responses[k] for k in accepted}}
+        task.input_requests = {k: v for k, v in task.input_requests.items() if k not in accepted}
+        if not task.input_requests:
+            task.status = TaskStatus.WORKING
+        task.updated_at = now
+        task.save(update_fields=["input_responses", "input_requests", "status", "updated_at"])
+        return task, accepted
+
+
+@_in_store_thread
+def take_answers(task_id: Any, keys: Iterable[str]) -> dict[str, Any]:
+    """Consume the received answers among ``keys``."""
+    keys = list(keys)
+    with transaction.atomic():
+        task = Task.objects.select_for_update().filter(pk=task_id).first()
+        if task is None:
+            return {}
+        taken = {k: task.input_responses[k] for k in keys if k in task.input_responses}
+        if taken:
+            task.input_responses = {k: v for k, v in task.input_responses.items() if k not in taken}
+            task.save(update_fields=["input_responses"])
+        return taken
+
+
+@_in_store_thread
+def request_cancel(task_id: Any, owner: str | None) -> Task | None:
+    """Flag an active task for cancellation; returns the task (None if not visible)."""
+    pk = _parse_id(task_id)
+    if pk is None:
+        return None
+    tasks = Task.objects.filter(pk=pk).live(timezone.now())
+    if owner is not None:
+        tasks = tasks.for_owner(owner)
+    tasks.active().update(cancel_requested=True)
+    return tasks.first()
+
+
+@_in_store_thread
+def finish(
+    task_id: Any, status: str, *, result: Any = None, error: Any = None, message: str | None = None
+) -> Task | None:
+    """Compare-and-set an active task to a terminal status. None if it was already terminal (or gone)."""
+    assert status in TERMINAL
+    fields: dict[str, Any] = {"result": result, "error": error, "input_requests": {}}
+    if message is not None:
+        fields["status_message"] = message
+    if not Task.objects.transition(task_id, ACTIVE, status, **fields):
+        return None
+    return Task.objects.filter(pk=task_id).first()
+
+
+@_in_store_thread
+def renew_leases(node: str, lease_seconds: float) -> list[str]:
+    """One batched lease renewal for this process; returns the ids of its tasks flagged for cancellation."""
+    now = timezone.now()
+    mine = Task.objects.filter(node=node).active()
+    mine.update(lease_expires_at=now + timedelta(seconds=lease_seconds))
+    return [str(pk) for pk in mine.filter(cancel_requested=True).values_list("pk", flat=True)]
+
+
+@_in_store_thread
+def fail_if_owner_gone(task: Task, node: str, error: dict[str, Any]) -> Task:
+    """Finish an active task whose owning process let its lease lapse (it died); else return it as is."""
+    now = timezone.now()
+    if task.status not in ACTIVE or task.node == node or task.lease_expires_at is None or task.lease_expires_at > now:
+        return task
+    moved = (
+        Task.objects.filter(pk=task.pk, status__in=ACTIVE, lease_expires_at__lte=now)
+        .exclude(node=node)
+        .update(
+            status=TaskStatus.FAILED, error=error, status_message=error["message"], input_requests={}, updated_at=now
+        )
+    )
+    return Task.objects.get(pk=task.pk) if moved else Task.objects.filter(pk=task.pk).first() or task
+
+
+def sweep_expired(now: datetime | None = None) -> int:
+    """Delete expired tasks (sync; for the management command). Returns how many."""
+    deleted, _ = Task.objects.expired(now or timezone.now()).delete()
+    return deleted

@@ -1,0 +1,46 @@
+"""Task rows as SEP-2663 wire objects."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from .models import Task, TaskStatus
+
+EXTENSION_ID = "io.modelcontextprotocol/tasks"
+
+
+def timestamp(moment: datetime) -> str:
+    """ISO 8601 in UTC with milliseconds, e.g. ``2026-08-01T10:30:00.000Z``."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def task_fields(task: Task) -> dict[str, Any]:
+    """The ``Task`` object: identity, status and timing."""
+    wire: dict[str, Any] = {"taskId": str(task.id), "status": task.status}
+    if task.status_message:
+        wire["statusMessage"] = task.status_message
+    wire["createdAt"] = timestamp(task.created_at)
+    wire["lastUpdatedAt"] = timestamp(task.updated_at)
+    wire["ttlMs"] = task.ttl_ms
+    wire["pollIntervalMs"] = task.poll_interval_ms
+    return wire
+
+
+def detailed_task(task: Task) -> dict[str, Any]:
+    """The ``DetailedTask``: what ``tasks/get`` answers and ``notifications/tasks`` carries."""
+    wire = task_fields(task)
+    if task.status == TaskStatus.INPUT_REQUIRED:
+        wire["inputRequests"] = task.input_requests
+    elif task.status == TaskStatus.COMPLETED:
+        wire["result"] = task.result or {"content": []}
+    elif task.status == TaskStatus.FAILED:
+        wire["error"] = task.error or {"code": -32603, "message": "Task failed"}
+    return wire
+
+
+def create_task_result(task: Task) -> dict[str, Any]:
+    """The flat ``CreateTaskResult`` that answers the ``tools/call`` in place of its result."""
+    return {"resultType": "task", **task_fields(task)}
