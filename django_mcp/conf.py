@@ -36,6 +36,8 @@ class McpSettings(BaseModel):
     MRTR_STATE_MAX_AGE: int = Field(default=900, gt=0)
     LISTEN_KEEPALIVE_SECONDS: float = Field(default=15.0, gt=0)
     LISTEN_QUEUE_SIZE: int = Field(default=256, ge=1)
+    TASK_LEASE_SECONDS: float = Field(default=15.0, gt=0)
+    TASK_LEASE_RENEW_SECONDS: float = Field(default=5.0, gt=0)
 
 
 def _raw() -> Any:

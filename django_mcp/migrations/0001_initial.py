@@ -6,39 +6,67 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Task',
+            name="Task",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('status', models.CharField(choices=[('working', 'Working'), ('input_required', 'Input Required'), ('completed', 'Completed'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='working', max_length=16)),
-                ('tool', models.CharField(max_length=128)),
-                ('owner', models.CharField(help_text='The binding key of who may see the task.', max_length=255)),
-                ('arguments', models.JSONField(blank=True, default=dict)),
-                ('status_message', models.TextField(blank=True, default='', help_text='Empty: no statusMessage on the wire.')),
-                ('input_requests', models.JSONField(blank=True, default=dict, help_text='Outstanding requests by wire key.')),
-                ('input_responses', models.JSONField(blank=True, default=dict, help_text='Answers received, not yet consumed.')),
-                ('input_keys', models.JSONField(blank=True, default=list, help_text='Every wire key ever issued (never reused).')),
-                ('result', models.JSONField(blank=True, null=True)),
-                ('error', models.JSONField(blank=True, null=True)),
-                ('cancel_requested', models.BooleanField(default=False)),
-                ('ttl_ms', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('poll_interval_ms', models.PositiveIntegerField()),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now, editable=False)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('expires_at', models.DateTimeField(blank=True, null=True)),
-                ('node', models.CharField(blank=True, help_text='The server process running the task.', max_length=64)),
-                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("working", "Working"),
+                            ("input_required", "Input Required"),
+                            ("completed", "Completed"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="working",
+                        max_length=16,
+                    ),
+                ),
+                ("tool", models.CharField(max_length=128)),
+                ("owner", models.CharField(help_text="The binding key of who may see the task.", max_length=255)),
+                ("arguments", models.JSONField(blank=True, default=dict)),
+                (
+                    "status_message",
+                    models.TextField(blank=True, default="", help_text="Empty: no statusMessage on the wire."),
+                ),
+                (
+                    "input_requests",
+                    models.JSONField(blank=True, default=dict, help_text="Outstanding requests by wire key."),
+                ),
+                (
+                    "input_responses",
+                    models.JSONField(blank=True, default=dict, help_text="Answers received, not yet consumed."),
+                ),
+                (
+                    "input_keys",
+                    models.JSONField(blank=True, default=list, help_text="Every wire key ever issued (never reused)."),
+                ),
+                ("result", models.JSONField(blank=True, null=True)),
+                ("error", models.JSONField(blank=True, null=True)),
+                ("cancel_requested", models.BooleanField(default=False)),
+                ("ttl_ms", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("poll_interval_ms", models.PositiveIntegerField()),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now, editable=False)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("expires_at", models.DateTimeField(blank=True, null=True)),
+                ("node", models.CharField(blank=True, help_text="The server process running the task.", max_length=64)),
+                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'ordering': ['-created_at'],
-                'indexes': [models.Index(fields=['owner', 'status'], name='django_mcp_task_owner_status'), models.Index(fields=['expires_at'], name='django_mcp_task_expires'), models.Index(fields=['node', 'status'], name='django_mcp_task_node_status'), models.Index(fields=['-created_at'], name='django_mcp_task_created')],
+                "ordering": ["-created_at"],
+                "indexes": [
+                    models.Index(fields=["owner", "status"], name="django_mcp_task_owner_status"),
+                    models.Index(fields=["expires_at"], name="django_mcp_task_expires"),
+                    models.Index(fields=["node", "status"], name="django_mcp_task_node_status"),
+                    models.Index(fields=["-created_at"], name="django_mcp_task_created"),
+                ],
             },
         ),
     ]

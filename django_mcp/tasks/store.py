@@ -7,11 +7,11 @@ connection when done (background tasks have no request to do it for them).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from functools import wraps
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connection, transaction
@@ -26,7 +26,7 @@ _executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="django-mcp-sto
 _CAP_LOCK_KEY = 0x6D63707461736B  # "mcptask": serialises creation at the cap across processes (PostgreSQL)
 
 
-def _in_store_thread(fn: Callable[P, R]) -> Callable[P, Any]:
+def _in_store_thread(fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
     @wraps(fn)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
@@ -34,7 +34,7 @@ def _in_store_thread(fn: Callable[P, R]) -> Callable[P, Any]:
         finally:
             close_old_connections()
 
-    return sync_to_async(run, thread_sensitive=False, executor=_executor)
+    return cast(Callable[P, Coroutine[Any, Any, R]], sync_to_async(run, thread_sensitive=False, executor=_executor))
 
 
 class TaskLimitReached(Exception):  # noqa: N818

@@ -17,5 +17,6 @@ class ConformanceFixturesConfig(AppConfig):
             fixtures,  # noqa: F401  (the core, tools, transport and HTTP-header tools)
             mrtr,  # noqa: F401  (test_input_required_result_* tools and prompt)
             resources_prompts,  # noqa: F401  (resources, prompts, completion)
+            tasks,  # noqa: F401  (the tasks-extension tools)
             triggers,  # noqa: F401  (test_trigger_tool_change, test_trigger_prompt_change)
         )
