@@ -29,7 +29,7 @@ from ..server.results import call_tool_result, exception_result
 from ..server.tools import Tool
 from . import store
 from .models import Task, TaskStatus
-from .wire import EXTENSION_ID, detailed_task
+from .wire import detailed_task
 
 logger = logging.getLogger("django_mcp.tasks")
 
