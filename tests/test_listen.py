@@ -26,7 +26,7 @@ class Stream:
         self.ended = False
 
     @classmethod
-    async def open(cls, body, path):
+    async def open(cls, body, path, headers=None):
         scope = {
             "type": "http",
             "asgi": {"version": "3.0"},
@@ -38,7 +38,7 @@ class Stream:
             "query_string": b"",
             "root_path": "",
             "headers": [(b"host", b"testserver")]
-            + [(k.lower().encode(), v.encode()) for k, v in headers_for(body).items()],
+            + [(k.lower().encode(), v.encode()) for k, v in {**headers_for(body), **(headers or {})}.items()],
             "client": ("127.0.0.1", 5000),
             "server": ("testserver", 80),
         }

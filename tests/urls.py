@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from . import servers
+from . import servers, task_servers
 
 urlpatterns = [
     path("mcp/", include("django_mcp.urls")),
@@ -8,4 +8,7 @@ urlpatterns = [
     path("mcp-ext/", servers.extension_server.urls),
     path("mcp-dynamic/", servers.dynamic_server.urls),
     path("mcp-content/", servers.content_server.urls),
+    path("mcp-tasks/", task_servers.tasks_server.urls),
+    path("mcp-small/", task_servers.small_server.urls),
+    path("mcp-principal/", task_servers.principal_server.urls),
 ]

@@ -12,7 +12,14 @@ from jsonschema import Draft202012Validator
 
 VERSION = "2026-07-28"
 SCHEMAS = Path(__file__).parent / "schemas"
-_NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAME_PARAMS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 
 def meta(capabilities: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:

@@ -1,0 +1,416 @@
+"""The tasks extension: creation, polling, outcomes, cancellation, input mid-flight, binding, retention."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from django_mcp.models import Task
+from django_mcp.tasks import EXTENSION_ID, TasksUnavailable, mcp_task
+from django_mcp.tasks import runner as task_runner
+from tests.task_servers import EVENTS
+from tests.wire import assert_wire, post, request_body
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+EXT = {"extensions": {EXTENSION_ID: {}}}
+TASKS_SCHEMA = "tasks-2026-07-28.schema.json"
+ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+TASK_FIELDS = {"taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
+
+
+@pytest.fixture(autouse=True)
+async def _stop_tasks():
+    EVENTS.clear()
+    yield
+    await task_runner.stop_all()
+
+
+CLIENT = {"elicitation": {}, **EXT}  # what the tests' client declares unless told otherwise
+
+
+async def rpc(client, method, params=None, *, path="/mcp-tasks/", caps=CLIENT, headers=None, status=None, **meta):
+    body = request_body(method, params, capabilities=caps, **meta)
+    response = await post(client, body, path=path, headers=headers)
+    if status is not None:
+        assert response.status_code == status, response.content
+    return json.loads(response.content)
+
+
+async def create(client, tool, arguments=None, **kw) -> dict[str, Any]:
+    body = await rpc(client, "tools/call", {"name": tool, "arguments": arguments or {}}, status=200, **kw)
+    return body["result"]
+
+
+async def get(client, task_id, **kw) -> dict[str, Any]:
+    return await rpc(client, "tasks/get", {"taskId": task_id}, **kw)
+
+
+async def wait_for(client, task_id, *statuses, timeout=5.0, **kw) -> dict[str, Any]:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        result = (await get(client, task_id, **kw))["result"]
+        if result["status"] in statuses:
+            return result
+        assert asyncio.get_running_loop().time() < deadline, f"still {result['status']}, wanted {statuses}"
+        await asyncio.sleep(0.02)
+
+
+def error_of(body):
+    assert "error" in body, body
+    return body["error"]
+
+
+# -- negotiation -------------------------------------------------------------------------
+
+
+async def test_discover_advertises_the_extension_and_no_legacy_capability(async_client):
+    caps = (await rpc(async_client, "server/discover"))["result"]["capabilities"]
+    assert caps["extensions"] == {EXTENSION_ID: {}}
+    assert "tasks" not in caps
+
+
+async def test_non_declaring_request_gets_a_plain_result(async_client):
+    result = await create(async_client, "quick", {"text": "x"}, caps={})
+    assert result["resultType"] == "complete"
+    assert result["content"] == [{"type": "text", "text": "sync:x"}]
+    assert await Task.objects.acount() == 0
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+async def test_tasks_methods_need_the_declaration_before_any_lookup(async_client, method):
+    params = {"taskId": "gate-test", "inputResponses": {}}
+    body = await rpc(async_client, method, params, caps={"sampling": {}}, status=400)
+    assert error_of(body)["code"] == -32021
+    assert error_of(body)["data"] == {"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}}
+
+
+async def test_required_tool_refuses_a_non_declaring_client_before_its_handler_runs(async_client):
+    body = await rpc(async_client, "tools/call", {"name": "only_as_task"}, caps={}, status=400)
+    assert error_of(body)["code"] == -32021
+    assert error_of(body)["data"]["requiredCapabilities"]["extensions"] == {EXTENSION_ID: {}}
+    assert "only_as_task_ran" not in EVENTS
+
+
+async def test_optional_and_forbidden_are_advertised(async_client):
+    tools, cursor = [], None
+    while True:
+        page = (await rpc(async_client, "tools/list", {"cursor": cursor} if cursor else {}))["result"]
+        tools += page["tools"]
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            break
+    support = {t["name"]: t["execution"]["taskSupport"] for t in tools}
+    assert (support["quick"], support["only_as_task"], support["plain"]) == ("optional", "required", "forbidden")
+
+
+async def test_disabled_predicate_refuses_everything_tasks(async_client):
+    off = {"X-Tasks": "off"}
+    created = await create(async_client, "quick", caps=EXT)
+    body = await rpc(async_client, "tasks/get", {"taskId": created["taskId"]}, headers=off, status=404)
+    assert error_of(body)["code"] == -32601
+    assert (await create(async_client, "quick", {"text": "y"}, headers=off))["content"][0]["text"] == "sync:y"
+    refused = await create(async_client, "slow", headers=off)
+    assert refused["isError"] is True
+    assert "disabled for this request" in refused["content"][0]["text"]
+
+
+async def test_mcp_task_without_the_plugin_raises_a_clear_error():
+    from django.test import RequestFactory
+
+    from django_mcp import McpRequest, McpServer
+    from django_mcp.protocol.jsonrpc import RequestMeta
+
+    meta = RequestMeta.model_validate(
+        {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": EXT}
+    )
+    request = McpRequest(
+        RequestFactory().post("/"),
+        request_id=1,
+        method="tools/call",
+        params={"name": "x"},
+        meta=meta,
+        server=McpServer(),
+    )
+    with pytest.raises(TasksUnavailable, match="not installed"):
+        await mcp_task(request, run=lambda task: asyncio.sleep(0))
+
+
+# -- the handle and polling ----------------------------------------------------------------
+
+
+async def test_handle_is_flat_and_committed_before_it_is_returned(async_client):
+    handle = await create(async_client, "slow", {"seconds": 30})
+    assert_wire(handle, "CreateTaskResult", TASKS_SCHEMA)
+    assert handle["resultType"] == "task"
+    assert uuid.UUID(handle["taskId"]).version == 4
+    assert handle["status"] == "working"
+    assert ISO.match(handle["createdAt"]) and ISO.match(handle["lastUpdatedAt"])
+    assert (handle["ttlMs"], handle["pollIntervalMs"]) == (60_000, 250)
+    assert set(handle) - {"_meta"} <= TASK_FIELDS | {"resultType"}
+    for absent in ("result", "error", "inputRequests", "requestState", "cacheScope", "task", "ttl", "pollInterval"):
+        assert absent not in handle
+    row = await Task.objects.aget(pk=handle["taskId"])
+    assert (row.status, row.tool, row.owner) == ("working", "slow", "nobody")
+    got = await get(async_client, handle["taskId"])
+    assert got["result"]["taskId"] == handle["taskId"]
+    assert got["result"]["resultType"] == "complete"
+
+
+async def test_completed_task_inlines_its_result(async_client):
+    handle = await create(async_client, "quick", {"text": "hi"})
+    assert handle["statusMessage"] == "Queued"
+    result = await wait_for(async_client, handle["taskId"], "completed")
+    body = await get(async_client, handle["taskId"])
+    assert_wire(body["result"], "GetTaskResult", TASKS_SCHEMA)
+    assert result["result"]["content"] == [{"type": "text", "text": "task:hi"}]
+    assert "io.modelcontextprotocol/related-task" not in result["result"].get("_meta", {})
+    assert result["createdAt"] == handle["createdAt"]
+
+
+async def test_status_message_updates_are_visible(async_client):
+    handle = await create(async_client, "slow", {"seconds": 0.3, "steps": 3})
+    seen = set()
+    for _ in range(100):
+        result = (await get(async_client, handle["taskId"]))["result"]
+        seen.add(result.get("statusMessage"))
+        if result["status"] == "completed":
+            break
+        await asyncio.sleep(0.02)
+    assert {"Step 1/3", "Step 3/3"} <= seen
+    assert result["result"]["content"][0]["text"] == "slept"
+
+
+async def test_ordinary_exception_completes_with_is_error(async_client):
+    handle = await create(async_client, "task_boom")
+    result = await wait_for(async_client, handle["taskId"], "completed", "failed")
+    assert result["status"] == "completed"
+    assert result["result"]["isError"] is True
+    assert "RuntimeError: kaput" in result["result"]["content"][0]["text"]
+
+
+async def test_json_rpc_error_fails_the_task_with_that_error(async_client):
+    handle = await create(async_client, "task_rpc_error")
+    result = await wait_for(async_client, handle["taskId"], "completed", "failed")
+    assert result["status"] == "failed"
+    assert result["error"] == {"code": -32042, "message": "Quota exceeded", "data": {"quota": 3}}
+    assert "result" not in result
+    assert result["statusMessage"] == "Quota exceeded"
+
+
+async def test_invalid_structured_output_fails_the_task(async_client):
+    handle = await create(async_client, "task_bad_output")
+    result = await wait_for(async_client, handle["taskId"], "failed", "completed")
+    assert result["status"] == "failed"
+    assert result["error"]["code"] == -32603
+
+
+async def test_no_progress_notifications_for_a_task(async_client):
+    body = request_body("tools/call", {"name": "progress_then_task"}, capabilities=EXT, progressToken="p")
+    response = await post(async_client, body, path="/mcp-tasks/")
+    assert response["Content-Type"].startswith("application/json")
+    handle = json.loads(response.content)["result"]
+    assert (await wait_for(async_client, handle["taskId"], "completed"))["result"]["content"][0]["text"] == "ok"
+
+
+async def test_unknown_task_is_32602(async_client):
+    for task_id in ("tasks-conformance-nonexistent-12345", str(uuid.uuid4())):
+        body = await rpc(async_client, "tasks/get", {"taskId": task_id}, status=400)
+        assert error_of(body) == {"code": -32602, "message": f"Unknown task: {task_id}", "data": {"taskId": task_id}}
+
+
+async def test_mcp_name_must_mirror_the_task_id(async_client):
+    handle = await create(async_client, "slow")
+    body = request_body("tasks/get", {"taskId": handle["taskId"]}, capabilities=EXT)
+    response = await post(async_client, body, path="/mcp-tasks/", headers={"Mcp-Name": "another"})
+    assert response.status_code == 400
+    assert json.loads(response.content)["error"]["code"] == -32020
+
+
+# -- cancellation -----------------------------------------------------------------------------
+
+
+async def test_cancel_acks_empty_and_the_task_ends_cancelled(async_client):
+    handle = await create(async_client, "slow", {"seconds": 30})
+    ack = await rpc(async_client, "tasks/cancel", {"taskId": handle["taskId"]}, status=200)
+    assert set(ack["result"]) == {"resultType", "_meta"}
+    assert ack["result"]["resultType"] == "complete"
+    result = await wait_for(async_client, handle["taskId"], "cancelled")
+    assert "result" not in result and "error" not in result
+    again = await rpc(async_client, "tasks/cancel", {"taskId": handle["taskId"]}, status=200)
+    assert again["result"]["resultType"] == "complete"
+    assert (await get(async_client, handle["taskId"]))["result"]["status"] == "cancelled"
+
+
+async def test_a_run_that_ignores_its_signal_is_cancelled_at_its_next_await(async_client):
+    handle = await create(async_client, "stubborn")
+    for _ in range(100):
+        if EVENTS.get("stubborn") == "running":
+            break
+        await asyncio.sleep(0.01)
+    await rpc(async_client, "tasks/cancel", {"taskId": handle["taskId"]}, status=200)
+    await wait_for(async_client, handle["taskId"], "cancelled")
+    assert EVENTS["stubborn"] == "cancelled, signal=True"
+
+
+async def test_terminal_states_never_change(async_client):
+    handle = await create(async_client, "quick")
+    done = await wait_for(async_client, handle["taskId"], "completed")
+    await rpc(async_client, "tasks/cancel", {"taskId": handle["taskId"]}, status=200)
+    after = (await get(async_client, handle["taskId"]))["result"]
+    assert after["status"] == "completed"
+    assert after["lastUpdatedAt"] == done["lastUpdatedAt"]
+    # The compare-and-set refuses to move a terminal task, whoever asks.
+    moved = await sync_to_async(Task.objects.transition)(handle["taskId"], ["working", "input_required"], "cancelled")
+    assert moved == 0
+
+
+async def test_cancel_unknown_task_is_32602(async_client):
+    body = await rpc(async_client, "tasks/cancel", {"taskId": str(uuid.uuid4())}, status=400)
+    assert error_of(body)["code"] == -32602
+
+
+# -- input mid-flight --------------------------------------------------------------------------
+
+
+async def test_input_round_trip_with_fresh_keys_for_a_second_ask(async_client):
+    handle = await create(async_client, "asks_twice")
+    task_id = handle["taskId"]
+    parked = await wait_for(async_client, task_id, "input_required")
+    assert_wire(parked, "InputRequiredTask", TASKS_SCHEMA)
+    assert list(parked["inputRequests"]) == ["confirm"]
+    assert parked["inputRequests"]["confirm"]["method"] == "elicitation/create"
+    ack = await rpc(
+        async_client,
+        "tasks/update",
+        {"taskId": task_id, "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}}},
+        status=200,
+    )
+    assert set(ack["result"]) == {"resultType", "_meta"}
+    for _ in range(200):
+        parked = (await get(async_client, task_id))["result"]
+        if parked["status"] == "input_required" and "confirm.2" in parked["inputRequests"]:
+            break
+        await asyncio.sleep(0.02)
+    assert list(parked["inputRequests"]) == ["confirm.2"]
+    # An answer under the consumed key is ignored, not attributed to the new question.
+    stale = {"confirm": {"action": "accept", "content": {"ok": "stale"}}}
+    await rpc(async_client, "tasks/update", {"taskId": task_id, "inputResponses": stale}, status=200)
+    assert (await get(async_client, task_id))["result"]["status"] == "input_required"
+    fresh = {"confirm.2": {"action": "accept", "content": {"ok": False}}}
+    await rpc(async_client, "tasks/update", {"taskId": task_id, "inputResponses": fresh}, status=200)
+    done = await wait_for(async_client, task_id, "completed")
+    assert done["result"]["content"][0]["text"] == "{'ok': True} then {'ok': False}"
+
+
+async def test_partial_answers_keep_the_task_parked_on_the_rest(async_client):
+    task_id = (await create(async_client, "two_keys"))["taskId"]
+    parked = await wait_for(async_client, task_id, "input_required")
+    assert set(parked["inputRequests"]) == {"a", "b"}
+    await rpc(async_client, "tasks/update", {"taskId": task_id, "inputResponses": {"a": {"action": "accept"}}})
+    still = (await get(async_client, task_id))["result"]
+    assert still["status"] == "input_required"
+    assert set(still["inputRequests"]) == {"b"}
+    await rpc(async_client, "tasks/update", {"taskId": task_id, "inputResponses": {"b": {"action": "decline"}}})
+    done = await wait_for(async_client, task_id, "completed")
+    assert done["result"]["content"][0]["text"] == "a=accept b=decline"
+
+
+async def test_update_ignores_unknown_keys_and_rejects_malformed_answers(async_client):
+    task_id = (await create(async_client, "two_keys"))["taskId"]
+    await wait_for(async_client, task_id, "input_required")
+    ack = await rpc(
+        async_client, "tasks/update", {"taskId": task_id, "inputResponses": {"zzz": {"action": "accept"}}}, status=200
+    )
+    assert ack["result"]["resultType"] == "complete"
+    bad = await rpc(
+        async_client, "tasks/update", {"taskId": task_id, "inputResponses": {"a": {"action": "maybe"}}}, status=400
+    )
+    assert error_of(bad)["code"] == -32602
+    missing = await rpc(async_client, "tasks/update", {"taskId": task_id}, status=400)
+    assert error_of(missing)["code"] == -32602
+    assert set((await get(async_client, task_id))["result"]["inputRequests"]) == {"a", "b"}
+
+
+async def test_update_of_a_terminal_task_is_acked(async_client):
+    task_id = (await create(async_client, "quick"))["taskId"]
+    await wait_for(async_client, task_id, "completed")
+    ack = await rpc(async_client, "tasks/update", {"taskId": task_id, "inputResponses": {"x": {}}}, status=200)
+    assert ack["result"]["resultType"] == "complete"
+
+
+async def test_input_the_client_cannot_answer_fails_the_task(async_client):
+    task_id = (await create(async_client, "asks_sampling"))["taskId"]
+    result = await wait_for(async_client, task_id, "failed", "completed")
+    assert result["status"] == "failed"
+    assert result["error"]["code"] == -32021
+    assert result["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
+
+
+async def test_pending_input_is_persisted(async_client):
+    task_id = (await create(async_client, "two_keys"))["taskId"]
+    await wait_for(async_client, task_id, "input_required")
+    await rpc(async_client, "tasks/update", {"taskId": task_id, "inputResponses": {"a": {"action": "accept"}}})
+    row = await Task.objects.aget(pk=task_id)
+    assert set(row.input_requests) == {"b"}
+    assert row.input_keys == ["a", "b"]
+
+
+# -- binding ----------------------------------------------------------------------------------------
+
+
+async def test_another_binding_reads_exactly_like_an_unknown_task(async_client):
+    task_id = (await create(async_client, "slow", headers={"X-Tenant": "acme"}))["taskId"]
+    assert (await get(async_client, task_id, headers={"X-Tenant": "acme"}))["result"]["status"] == "working"
+    for method, params in [
+        ("tasks/get", {"taskId": task_id}),
+        ("tasks/cancel", {"taskId": task_id}),
+        ("tasks/update", {"taskId": task_id, "inputResponses": {}}),
+    ]:
+        body = await rpc(async_client, method, params, headers={"X-Tenant": "globex"}, status=400)
+        assert error_of(body) == {"code": -32602, "message": f"Unknown task: {task_id}", "data": {"taskId": task_id}}
+    # The foreign cancel did nothing.
+    assert (await get(async_client, task_id, headers={"X-Tenant": "acme"}))["result"]["status"] == "working"
+
+
+async def test_default_binding_is_the_authenticated_principal(async_client):
+    alice, bob = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
+    task_id = (await create(async_client, "slow", path="/mcp-principal/", headers=alice))["taskId"]
+    ok = await get(async_client, task_id, path="/mcp-principal/", headers=alice)
+    assert ok["result"]["taskId"] == task_id
+    denied = await get(async_client, task_id, path="/mcp-principal/", headers=bob)
+    assert error_of(denied)["code"] == -32602
+    row = await Task.objects.aget(pk=task_id)
+    assert row.owner == "auth:str:alice"
+
+
+# -- retention ----------------------------------------------------------------------------------------
+
+
+async def test_cap_refuses_creation_without_evicting_anything(async_client):
+    ids = [(await create(async_client, "slow", path="/mcp-small/"))["taskId"] for _ in range(3)]
+    body = await rpc(async_client, "tools/call", {"name": "slow"}, path="/mcp-small/", status=200)
+    assert error_of(body)["code"] == -32603
+    assert error_of(body)["data"] == {"maxTasks": 3}
+    assert "at most 3" in error_of(body)["message"]
+    for task_id in ids:
+        assert (await get(async_client, task_id, path="/mcp-small/"))["result"]["status"] == "working"
+
+
+async def test_ttl_expiry_is_lazy_and_frees_the_cap(async_client):
+    ids = [(await create(async_client, "quick", path="/mcp-small/"))["taskId"] for _ in range(3)]
+    await asyncio.sleep(0.15)
+    assert (await get(async_client, ids[0], path="/mcp-small/"))["result"]["status"] == "completed"  # not early
+    await asyncio.sleep(0.4)
+    expired = await get(async_client, ids[0], path="/mcp-small/")
+    assert error_of(expired) == {"code": -32602, "message": f"Unknown task: {ids[0]}", "data": {"taskId": ids[0]}}
+    assert not await Task.objects.filter(pk=ids[0]).aexists()  # swept on access
+    fresh = await create(async_client, "quick", path="/mcp-small/")  # the others expired: room again
+    assert fresh["resultType"] == "task"
+    assert await Task.objects.acount() == 1
