@@ -46,6 +46,15 @@ def check_settings(
                     id="django_mcp.E003",
                 )
             )
+    if mcp.TASK_LEASE_RENEW_SECONDS >= mcp.TASK_LEASE_SECONDS:
+        messages.append(
+            Error(
+                f"{SETTINGS_NAME}['TASK_LEASE_RENEW_SECONDS'] ({mcp.TASK_LEASE_RENEW_SECONDS}) must be shorter than "
+                f"TASK_LEASE_SECONDS ({mcp.TASK_LEASE_SECONDS}).",
+                hint="Renew leases well within their length (e.g. a third of it), or live tasks are failed as orphans.",
+                id="django_mcp.E004",
+            )
+        )
     if "*" in mcp.ALLOWED_ORIGINS and not settings.DEBUG:
         messages.append(
             checks.Warning(
@@ -94,4 +103,49 @@ def check_asgi(
             hint='Add "daphne" first in INSTALLED_APPS and set ASGI_APPLICATION = "yourproject.asgi.application".',
             id="django_mcp.W002",
         )
+    ]
+
+
+@register(Tags.compatibility)
+def check_channel_layer(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """W004: no channel layer; W005: the in-memory layer outside DEBUG (one process only)."""
+    layers = getattr(settings, "CHANNEL_LAYERS", {})
+    if "default" not in layers:
+        return [
+            checks.Warning(
+                "CHANNEL_LAYERS has no 'default' layer: subscriptions/listen carries no notifications and "
+                "task cancel/input reach other processes only through the database.",
+                hint='Use {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}} for one process, '
+                "channels_redis.pubsub.RedisPubSubChannelLayer for several.",
+                id="django_mcp.W004",
+            )
+        ]
+    if layers["default"].get("BACKEND") == "channels.layers.InMemoryChannelLayer" and not settings.DEBUG:
+        return [
+            checks.Warning(
+                "The in-memory channel layer only reaches listen streams and tasks of its own process.",
+                hint="With several server processes use channels_redis.pubsub.RedisPubSubChannelLayer.",
+                id="django_mcp.W005",
+            )
+        ]
+    return []
+
+
+@register(Tags.database)
+def check_persistent_connections(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """I001: CONN_MAX_AGE under ASGI keeps a connection per worker thread; prefer a pool."""
+    return [
+        checks.Info(
+            f"Database {alias!r} sets CONN_MAX_AGE={db['CONN_MAX_AGE']} under ASGI.",
+            hint="Persistent connections are per thread and ASGI runs many threads; on PostgreSQL use "
+            'OPTIONS={"pool": True} with CONN_MAX_AGE=0.',
+            obj=alias,
+            id="django_mcp.I001",
+        )
+        for alias, db in settings.DATABASES.items()
+        if db.get("CONN_MAX_AGE") and getattr(settings, "ASGI_APPLICATION", None)
     ]

@@ -48,11 +48,19 @@ class ChecksRegisteredTestCase(SimpleTestCase):
         assert list(check_asgi.tags) == [Tags.compatibility]
         assert list(check_sqlite.tags) == [Tags.database]
 
-    @override_settings(DJANGO_MCP={"PAGE_SIZE": 0})
+    @override_settings(
+        DJANGO_MCP={"PAGE_SIZE": 0},
+        CHANNEL_LAYERS={"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer"}},
+    )
     def test_run_checks_reports_settings_errors(self):
         assert mcp_ids(run_checks(tags=[Tags.compatibility])) == ["django_mcp.E002"]
 
-    @override_settings(DJANGO_MCP={"SERVER_NAME": "ok"}, DEBUG=False, ASGI_APPLICATION="tests.asgi.application")
+    @override_settings(
+        DJANGO_MCP={"SERVER_NAME": "ok"},
+        DEBUG=False,
+        ASGI_APPLICATION="tests.asgi.application",
+        CHANNEL_LAYERS={"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer"}},
+    )
     def test_run_checks_clean(self):
         assert mcp_ids(run_checks(tags=[Tags.compatibility])) == []
 

@@ -1,8 +1,10 @@
+from django.contrib import admin
 from django.urls import include, path
 
 from . import servers, task_servers
 
 urlpatterns = [
+    path("admin/", admin.site.urls),
     path("mcp/", include("django_mcp.urls")),
     path("mcp-bearer/", servers.bearer_server.urls),
     path("mcp-ext/", servers.extension_server.urls),
