@@ -40,3 +40,57 @@ async def slow_job(request: McpRequest, steps: int = 5, delay_ms: int = 200) -> 
         await asyncio.sleep(delay_ms / 1000)
         request.progress(step, total=steps, message=f"Step {step}/{steps}")
     return f"Done after {steps} steps."
+
+
+# -- tasks ---------------------------------------------------------------------------
+
+from django_mcp import elicit  # noqa: E402
+from django_mcp.tasks import TaskContext, can_create_task, mcp_task  # noqa: E402
+
+FRAMES = 100
+
+
+async def render_frame(scene: str, frame: int) -> None:
+    await asyncio.sleep(0.05)  # stands in for real work
+
+
+@tool(title="Render a scene", task_support="optional")
+async def render(request: McpRequest, scene: str, frames: int = FRAMES) -> str | dict:
+    """Render a scene frame by frame: as a task (pollable, cancellable) when the client supports tasks."""
+    if not can_create_task(request):
+        for frame in range(1, frames + 1):
+            await render_frame(scene, frame)
+        return f"Rendered {scene!r} ({frames} frames)."
+
+    async def run(task: TaskContext) -> str:
+        for frame in range(1, frames + 1):
+            await render_frame(scene, frame)  # a cancelled task stops at its next await
+            await task.update(f"Frame {frame}/{frames}")
+        return f"Rendered {scene!r} ({frames} frames)."
+
+    return await mcp_task(request, run=run, status_message="Queued")
+
+
+CONFIRM = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean", "title": "Really delete everything?"}},
+    "required": ["confirm"],
+}
+
+
+@tool(title="Delete everything", task_support="required", annotations={"destructiveHint": True})
+async def delete_everything(request: McpRequest) -> dict:
+    """Pretend to delete everything, after asking for confirmation mid-task."""
+
+    async def run(task: TaskContext) -> str:
+        await task.update("Waiting for confirmation")
+        answers = await task.request_input({"confirm": elicit("This deletes everything. Go ahead?", CONFIRM)})
+        answer = answers["confirm"]  # unvalidated client input
+        if answer.action != "accept" or not (answer.content or {}).get("confirm"):
+            return "Nothing was deleted."
+        for step in range(1, 4):
+            await asyncio.sleep(0.2)
+            await task.update(f"Deleting… {step}/3")
+        return "Everything is gone (not really: this is a demo)."
+
+    return await mcp_task(request, run=run, status_message="Starting")

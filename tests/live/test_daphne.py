@@ -1,12 +1,15 @@
 """End to end: real daphne processes on 127.0.0.1, driven over HTTP as a client would."""
 
 import json
+import os
+import subprocess
+import sys
 import time
 
 import httpx
 import pytest
 
-from tests.live.servers import server_process
+from tests.live.servers import ROOT, server_process
 from tests.wire import assert_wire, headers_for, request_body
 
 pytestmark = pytest.mark.live
@@ -24,6 +27,8 @@ def daphne_url():
 @pytest.fixture(scope="module")
 def example_url(tmp_path_factory):
     db = tmp_path_factory.mktemp("example") / "db.sqlite3"
+    env = {"DJANGO_SETTINGS_MODULE": "example_project.settings", "DJANGO_MCP_SQLITE": str(db)}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env={**os.environ, **env}, check=True)
     with server_process(
         ["manage.py", "runserver", "127.0.0.1:{port}", "--noreload"],
         env={"DJANGO_SETTINGS_MODULE": "example_project.settings", "DJANGO_MCP_SQLITE": str(db)},
@@ -76,8 +81,57 @@ def test_client_disconnect_mid_call_does_not_break_the_server(daphne_url):
 
 def test_example_project_serves_its_demo_tools(example_url):
     _, listed = rpc(example_url, "tools/list")
-    assert {t["name"] for t in listed["result"]["tools"]} == {"echo", "slow_job", "word_stats"}
+    assert {t["name"] for t in listed["result"]["tools"]} == {
+        "echo",
+        "slow_job",
+        "word_stats",
+        "render",
+        "delete_everything",
+    }
     _, stats = rpc(example_url, "tools/call", {"name": "word_stats", "arguments": {"text": "a b a"}})
     assert stats["result"]["structuredContent"] == {"words": 3, "unique": 2, "most_common": ["a", "b"]}
     _, echoed = rpc(example_url, "tools/call", {"name": "echo", "arguments": {"text": "hi", "times": 2}})
     assert echoed["result"]["content"][0]["text"] == "hi hi"
+
+
+EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
+
+
+def poll(url, task_id, *statuses, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        _, body = rpc(url, "tasks/get", {"taskId": task_id}, capabilities=EXT)
+        if body["result"]["status"] in statuses:
+            return body["result"]
+        assert time.monotonic() < deadline, body
+        time.sleep(0.05)
+
+
+def test_example_render_runs_as_a_task_and_can_be_cancelled(example_url):
+    _, handle = rpc(
+        example_url, "tools/call", {"name": "render", "arguments": {"scene": "s", "frames": 3}}, capabilities=EXT
+    )
+    assert handle["result"]["resultType"] == "task"
+    done = poll(example_url, handle["result"]["taskId"], "completed")
+    assert done["result"]["content"][0]["text"] == "Rendered 's' (3 frames)."
+    assert done["statusMessage"] == "Frame 3/3"
+    _, long = rpc(example_url, "tools/call", {"name": "render", "arguments": {"scene": "l"}}, capabilities=EXT)
+    task_id = long["result"]["taskId"]
+    _, ack = rpc(example_url, "tasks/cancel", {"taskId": task_id}, capabilities=EXT)
+    assert ack["result"]["resultType"] == "complete"
+    assert poll(example_url, task_id, "cancelled", "completed")["status"] == "cancelled"
+    _, sync = rpc(example_url, "tools/call", {"name": "render", "arguments": {"scene": "x", "frames": 1}})
+    assert sync["result"]["content"][0]["text"] == "Rendered 'x' (1 frames)."
+
+
+def test_example_delete_everything_asks_mid_task(example_url):
+    _, handle = rpc(example_url, "tools/call", {"name": "delete_everything"}, capabilities=EXT)
+    task_id = handle["result"]["taskId"]
+    parked = poll(example_url, task_id, "input_required")
+    assert list(parked["inputRequests"]) == ["confirm"]
+    answer = {"confirm": {"action": "accept", "content": {"confirm": True}}}
+    rpc(example_url, "tasks/update", {"taskId": task_id, "inputResponses": answer}, capabilities=EXT)
+    done = poll(example_url, task_id, "completed")
+    assert done["result"]["content"][0]["text"].startswith("Everything is gone")
+    response, refused = rpc(example_url, "tools/call", {"name": "delete_everything"})
+    assert (response.status_code, refused["error"]["code"]) == (400, -32021)
