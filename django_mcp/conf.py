@@ -38,6 +38,9 @@ class McpSettings(BaseModel):
     LISTEN_QUEUE_SIZE: int = Field(default=256, ge=1)
     TASK_LEASE_SECONDS: float = Field(default=15.0, gt=0)
     TASK_LEASE_RENEW_SECONDS: float = Field(default=5.0, gt=0)
+    SHUTDOWN_GRACE_SECONDS: float = Field(default=10.0, ge=0)
+    SHUTDOWN_SIGNALS: bool = True
+    TASK_FINAL_WRITE_RETRY_SECONDS: float = Field(default=60.0, ge=0)
 
 
 def _raw() -> Any:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django.conf import settings as django_settings
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
@@ -20,6 +21,7 @@ from .protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
 from .protocol.jsonrpc import error_response, result_response
 from .protocol.ladder import Admitted, Rejection, admit
 from .server.context import McpRequest
+from .server.lifecycle import install_signal_handlers
 from .server.listen import ListenStream
 
 if TYPE_CHECKING:
@@ -94,6 +96,7 @@ def _read_body(request: HttpRequest, limit: int) -> bytes:
 async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBase:
     """Run the validation ladder over one POST, dispatch it, and answer JSON or SSE."""
     request.get_host()  # enforce ALLOWED_HOSTS (DNS rebinding) even without CommonMiddleware
+    install_signal_handlers()
     headers = {name.lower(): value for name, value in request.headers.items()}
     try:
         body = _read_body(request, get_settings().MAX_REQUEST_BYTES)
@@ -166,6 +169,10 @@ async def _outcome(server: McpServer, context: McpRequest) -> Outcome | ListenSt
         return error_response(context.id, exc), exc.http_status
     except asyncio.CancelledError:
         raise
+    except (OperationalError, InterfaceError) as exc:
+        logger.error("Database unavailable serving %s: %s", context.method, exc)
+        error = McpJsonRpcError(INTERNAL_ERROR, f"Database unavailable: {exc}".strip(), http_status=503)
+        return error_response(context.id, error), 503
     except Exception:
         logger.exception("Internal error serving %s", context.method)
         return error_response(context.id, McpJsonRpcError(INTERNAL_ERROR, "Internal error")), 200

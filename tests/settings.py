@@ -59,7 +59,17 @@ if os.environ.get("REDIS_URL"):
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-DJANGO_MCP = {"SERVER_NAME": "django-mcp-tests", "SERVER_VERSION": "9.9.9", "PAGE_SIZE": 3}
+DJANGO_MCP = {
+    "SERVER_NAME": "django-mcp-tests",
+    "SERVER_VERSION": "9.9.9",
+    "PAGE_SIZE": 3,
+    # Server processes started by the live tests handle SIGTERM; the pytest process does not.
+    "SHUTDOWN_SIGNALS": os.environ.get("DJANGO_MCP_TEST_SIGNALS") == "1",
+    # Live tests shorten leases and grace to keep their runs short.
+    "TASK_LEASE_SECONDS": float(os.environ.get("DJANGO_MCP_TEST_LEASE", "15")),
+    "TASK_LEASE_RENEW_SECONDS": float(os.environ.get("DJANGO_MCP_TEST_LEASE", "15")) / 3,
+    "SHUTDOWN_GRACE_SECONDS": float(os.environ.get("DJANGO_MCP_TEST_GRACE", "10")),
+}
 
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -14,6 +14,7 @@ from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params, m
 from ..protocol.jsonrpc import notification
 from ..server.context import McpRequest
 from ..server.extensions import ExtensionMethod, ExtensionPlugin, ListenSubscription
+from ..server.lifecycle import on_shutdown, shutting_down
 from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
 from ..server.results import RawResult
 from . import runner, store
@@ -118,8 +119,8 @@ class McpTasks(ExtensionPlugin):
         if task is None:
             # Unknown, expired and someone else's all read the same.
             raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
-        if task.status in ACTIVE and task.node != runner.NODE:
-            reaped = await store.fail_if_owner_gone(task, runner.NODE, runner.OWNER_GONE)
+        if task.status in ACTIVE and not runner.running_here(str(task.id)):
+            reaped = await store.fail_if_owner_gone(task, runner.OWNER_GONE)
             if reaped.status != task.status:
                 await runner.publish(reaped)
             task = reaped
@@ -168,6 +169,12 @@ async def cancel_task(task: Task) -> None:
         await runner.deliver(str(task.id), "cancel")
 
 
+@on_shutdown
+async def _stop_running_tasks(grace_seconds: float) -> None:
+    """At shutdown: running tasks get ``grace_seconds`` (their signal is set), then what is left fails."""
+    await runner.stop_all(grace_seconds)
+
+
 def _plugin_for(request: McpRequest) -> McpTasks:
     server = request.server
     plugin = server.plugin(EXTENSION_ID) if server is not None else None
@@ -207,6 +214,8 @@ async def mcp_task(request: McpRequest, *, run: runner.Run, status_message: str 
     where :func:`can_create_task` is false.
     """
     plugin = _plugin_for(request)
+    if shutting_down():
+        raise McpJsonRpcError(INTERNAL_ERROR, "The server is shutting down: retry on another worker", http_status=503)
     tool = request.server.tools.get(request.params["name"]) if request.server is not None else None
     assert tool is not None  # tools/call dispatch found it
     settings = get_settings()

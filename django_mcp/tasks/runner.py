@@ -19,6 +19,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.db import InterfaceError, OperationalError
 
 from ..conf import get_settings
 from ..protocol.errors import McpJsonRpcError, missing_capability
@@ -159,25 +160,43 @@ async def _supervise(context: TaskContext, run: Run) -> None:
 
 
 async def _outcome(context: TaskContext, work: asyncio.Future[Any]) -> Task | None:
-    """Record how the run ended: compare-and-set, so a task already terminal stays as it is."""
+    """Record how the run ended (retrying while the database is down)."""
+    status, fields = await _ending(context, work)
+    deadline = asyncio.get_running_loop().time() + get_settings().TASK_FINAL_WRITE_RETRY_SECONDS
+    delay = 0.1
+    while True:
+        try:
+            return await store.finish(context.id, status, **fields)
+        except (OperationalError, InterfaceError):
+            if asyncio.get_running_loop().time() + delay > deadline:
+                logger.error(
+                    "Task %s ended %s but the database stayed unavailable; its lease will lapse", context.id, status
+                )
+                return None
+            logger.warning("Task %s: database unavailable, retrying its final write in %.1f s", context.id, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+async def _ending(context: TaskContext, work: asyncio.Future[Any]) -> tuple[str, dict[str, Any]]:
+    """How the run ended, as the terminal status and its fields (compare-and-set later)."""
     try:
         value = await work
     except asyncio.CancelledError:
         if context._stopping:
-            return await store.finish(context.id, TaskStatus.FAILED, error=STOPPED, message=STOPPED["message"])
+            return TaskStatus.FAILED, {"error": STOPPED, "message": STOPPED["message"]}
         if not context.cancelled:
             raise  # our supervisor itself was cancelled: leave the row to the lease
-        return await store.finish(context.id, TaskStatus.CANCELLED, message="Cancelled")
+        return TaskStatus.CANCELLED, {"message": "Cancelled"}
     except McpJsonRpcError as exc:
-        return await store.finish(context.id, TaskStatus.FAILED, error=exc.to_error(), message=exc.message)
+        return TaskStatus.FAILED, {"error": exc.to_error(), "message": exc.message}
     except Exception as exc:
-        result = exception_result(context.tool, exc)
-        return await store.finish(context.id, TaskStatus.COMPLETED, result={**result, "resultType": "complete"})
+        return TaskStatus.COMPLETED, {"result": {**exception_result(context.tool, exc), "resultType": "complete"}}
     try:
         result = call_tool_result(context.tool, value)
     except McpJsonRpcError as exc:
-        return await store.finish(context.id, TaskStatus.FAILED, error=exc.to_error(), message=exc.message)
-    return await store.finish(context.id, TaskStatus.COMPLETED, result={**result, "resultType": "complete"})
+        return TaskStatus.FAILED, {"error": exc.to_error(), "message": exc.message}
+    return TaskStatus.COMPLETED, {"result": {**result, "resultType": "complete"}}
 
 
 def cancel_here(task_id: str) -> bool:
@@ -257,7 +276,7 @@ async def _renew_leases() -> None:
         settings = get_settings()
         await asyncio.sleep(settings.TASK_LEASE_RENEW_SECONDS)
         try:
-            for task_id in await store.renew_leases(NODE, settings.TASK_LEASE_SECONDS):
+            for task_id in await store.renew_leases(list(_running), settings.TASK_LEASE_SECONDS):
                 cancel_here(task_id)
         except Exception:
             logger.warning("Could not renew task leases", exc_info=True)

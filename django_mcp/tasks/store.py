@@ -205,28 +205,26 @@ def finish(
 
 
 @_in_store_thread
-def renew_leases(node: str, lease_seconds: float) -> list[str]:
-    """One batched lease renewal for this process; returns the ids of its tasks flagged for cancellation."""
-    now = timezone.now()
-    mine = Task.objects.filter(node=node).active()
-    mine.update(lease_expires_at=now + timedelta(seconds=lease_seconds))
+def renew_leases(task_ids: list[str], lease_seconds: float) -> list[str]:
+    """One batched lease renewal for the tasks this process runs; returns those flagged for cancellation."""
+    mine = Task.objects.filter(pk__in=task_ids).active()
+    mine.update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds))
     return [str(pk) for pk in mine.filter(cancel_requested=True).values_list("pk", flat=True)]
 
 
 @_in_store_thread
-def fail_if_owner_gone(task: Task, node: str, error: dict[str, Any]) -> Task:
-    """Finish an active task whose owning process let its lease lapse (it died); else return it as is."""
+def fail_if_owner_gone(task: Task, error: dict[str, Any]) -> Task:
+    """Finish an active task whose lease lapsed (its process died or gave up on it); else return it as is.
+
+    The caller checks first that the task does not run in its own process.
+    """
     now = timezone.now()
-    if task.status not in ACTIVE or task.node == node or task.lease_expires_at is None or task.lease_expires_at > now:
+    if task.status not in ACTIVE or task.lease_expires_at is None or task.lease_expires_at > now:
         return task
-    moved = (
-        Task.objects.filter(pk=task.pk, status__in=ACTIVE, lease_expires_at__lte=now)
-        .exclude(node=node)
-        .update(
-            status=TaskStatus.FAILED, error=error, status_message=error["message"], input_requests={}, updated_at=now
-        )
+    Task.objects.filter(pk=task.pk, status__in=ACTIVE, lease_expires_at__lte=now).update(
+        status=TaskStatus.FAILED, error=error, status_message=error["message"], input_requests={}, updated_at=now
     )
-    return Task.objects.get(pk=task.pk) if moved else Task.objects.filter(pk=task.pk).first() or task
+    return Task.objects.filter(pk=task.pk).first() or task
 
 
 def sweep_expired(now: datetime | None = None) -> int:
