@@ -150,3 +150,4 @@ small_server = McpServer(
     urls_namespace="mcp_small",
 )
 principal_server = McpServer(tools=task_tools, extension_plugins=[McpTasks()], auth=TokenAuth(), urls_namespace="mcp_p")
+cap_server = McpServer(tools=task_tools, extension_plugins=[McpTasks(max=25, ttl_ms=120_000)], urls_namespace="mcp_cap")

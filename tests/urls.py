@@ -13,4 +13,5 @@ urlpatterns = [
     path("mcp-tasks/", task_servers.tasks_server.urls),
     path("mcp-small/", task_servers.small_server.urls),
     path("mcp-principal/", task_servers.principal_server.urls),
+    path("mcp-cap/", task_servers.cap_server.urls),
 ]

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,38 +27,64 @@ def free_port() -> int:
 @contextmanager
 def server_process(args: list[str], env: dict[str, str] | None = None, ready_path: str = "/mcp/") -> Iterator[str]:
     """Run ``python <args...>`` with a PORT placeholder filled in; yield its base URL once it answers."""
-    port = free_port()
-    cmd = [sys.executable, *[a.replace("{port}", str(port)) for a in args]]
-    proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
-        cmd,
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
+    proc, base = _start(args, env, ready_path)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                raise RuntimeError(f"server exited with {proc.returncode}:\n{out}")
-            try:
-                httpx.get(base + ready_path, timeout=1)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("server did not start within 30 s") from None
-                time.sleep(0.1)
         yield base
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-        if proc.stdout:
-            proc.stdout.close()
+        _stop(proc)
+
+
+def _start(args: list[str], env: dict[str, str] | None, ready_path: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    cmd = [sys.executable, *[a.replace("{port}", str(port)) for a in args]]
+    # A file, not a pipe: a busy server would block on a full pipe nobody reads.
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - the process owns it until _stop
+    proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+        cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    proc.log = log  # type: ignore[attr-defined]
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        if proc.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read().decode(errors='replace')}")
+        try:
+            httpx.get(base + ready_path, timeout=1)
+            return proc, base
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                _stop(proc)
+                raise RuntimeError("server did not start within 30 s") from None
+            time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+    log = getattr(proc, "log", None)
+    if log is not None:
+        log.close()
+
+
+class ServerHandle:
+    """A started server process: its base URL and how to stop it."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], base: str) -> None:
+        self.proc, self.base = proc, base
+
+    def stop(self) -> None:
+        _stop(self.proc)
+
+
+def server_process_handle(
+    args: list[str], env: dict[str, str] | None = None, ready_path: str = "/mcp/"
+) -> ServerHandle:
+    """Like :func:`server_process`, for tests that stop, kill or restart the process themselves."""
+    proc, base = _start(args, env, ready_path)
+    return ServerHandle(proc, base)

@@ -27,11 +27,17 @@ def daphne_url():
 @pytest.fixture(scope="module")
 def example_url(tmp_path_factory):
     db = tmp_path_factory.mktemp("example") / "db.sqlite3"
-    env = {"DJANGO_SETTINGS_MODULE": "example_project.settings", "DJANGO_MCP_SQLITE": str(db)}
+    # The example's embedded default, whatever the suite runs on.
+    env = {
+        "DJANGO_SETTINGS_MODULE": "example_project.settings",
+        "DJANGO_MCP_SQLITE": str(db),
+        "DJANGO_MCP_DATABASE": "sqlite",
+        "REDIS_URL": "",
+    }
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env={**os.environ, **env}, check=True)
     with server_process(
         ["manage.py", "runserver", "127.0.0.1:{port}", "--noreload"],
-        env={"DJANGO_SETTINGS_MODULE": "example_project.settings", "DJANGO_MCP_SQLITE": str(db)},
+        env=env,
     ) as base:
         yield base + "/mcp/"
 

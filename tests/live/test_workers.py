@@ -1,0 +1,339 @@
+"""Several daphne workers on one PostgreSQL database and one Redis, driven over HTTP as a client would.
+
+Runs only against PostgreSQL (``DJANGO_MCP_DATABASE=postgres``): SQLite and the in-memory layer do
+not span processes. Starts its own Redis on a free port, so stopping it mid-run disturbs nothing else.
+Every process it starts is stopped by PID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.live.servers import free_port, server_process_handle
+from tests.wire import headers_for, request_body
+
+pytestmark = [
+    pytest.mark.live,
+    # Sets the test database up (the workers share it) and empties it after each test.
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") != "postgres", reason="needs PostgreSQL"),
+    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),
+    pytest.mark.timeout(240),
+]
+
+EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
+TENANT = {"X-Tenant": "live"}
+LEASE = 2.0
+FIGURES: dict[str, Any] = {}
+FIGURES_FILE = Path(os.environ.get("DJANGO_MCP_LIVE_FIGURES", "/tmp/django-mcp-live-figures.json"))
+
+
+class Redis:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(  # noqa: S603
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True).stdout != b"PONG\n":
+            assert time.monotonic() < deadline, "redis did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+
+class Worker:
+    """One daphne process; restartable, killable, by PID only."""
+
+    def __init__(self, name: str, env: dict[str, str]) -> None:
+        self.name, self.env = name, env
+        self.handle: Any = None
+
+    def start(self) -> None:
+        self.handle = server_process_handle(
+            ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"], env=self.env
+        )
+
+    @property
+    def url(self) -> str:
+        return self.handle.base + "/mcp-tasks/"
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.stop()
+
+    def signal(self, sig: int) -> None:
+        os.kill(self.handle.proc.pid, sig)
+
+    def wait_exit(self, timeout: float) -> int:
+        return self.handle.proc.wait(timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def cluster(django_db_setup, django_db_blocker):
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        db_name = connection.settings_dict["NAME"]
+    redis = Redis()
+    redis.start()
+    env = {
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DJANGO_MCP_DATABASE": "postgres",
+        "PGDATABASE": db_name,
+        "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
+        "DJANGO_MCP_TEST_SIGNALS": "1",
+        "DJANGO_MCP_TEST_LEASE": str(LEASE),
+        "DJANGO_MCP_TEST_GRACE": "1",
+    }
+    workers = {name: Worker(name, env) for name in ("A", "B")}
+    try:
+        for worker in workers.values():
+            worker.start()
+        yield {"workers": workers, "redis": redis, "env": env, "db": db_name}
+    finally:
+        for worker in workers.values():
+            worker.stop()
+        redis.stop()
+        FIGURES_FILE.write_text(json.dumps(FIGURES, indent=2))
+
+
+async def rpc(client: httpx.AsyncClient, url: str, method: str, params: dict | None = None, caps=EXT) -> Any:
+    body = request_body(method, params, capabilities=caps)
+    response = await client.post(url, content=json.dumps(body), headers={**headers_for(body), **TENANT})
+    return response.json()
+
+
+async def poll(client, url, task_id, *statuses, timeout=20.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        body = await rpc(client, url, "tasks/get", {"taskId": task_id})
+        assert "result" in body, body
+        if body["result"]["status"] in statuses:
+            return body["result"]
+        assert time.monotonic() < deadline, body
+        await asyncio.sleep(0.05)
+
+
+class Listen:
+    """A listen stream over real HTTP, read frame by frame."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str, notifications: dict[str, Any]) -> None:
+        body = request_body("subscriptions/listen", {"notifications": notifications}, id="live", capabilities=EXT)
+        self._cm = client.stream(
+            "POST", url, content=json.dumps(body), headers={**headers_for(body), **TENANT}, timeout=30
+        )
+        self._lines: Any = None
+
+    async def __aenter__(self) -> Listen:
+        response = await self._cm.__aenter__()
+        assert response.headers["content-type"] == "text/event-stream"
+        self._lines = response.aiter_lines()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._cm.__aexit__(*exc)
+
+    async def frame(self, timeout: float = 10.0) -> dict[str, Any]:
+        async def read() -> dict[str, Any]:
+            async for line in self._lines:
+                if line.startswith("data: "):
+                    return json.loads(line[6:])
+            raise EOFError("stream ended")
+
+        return await asyncio.wait_for(read(), timeout)
+
+
+async def test_create_on_a_then_get_update_cancel_and_listen_on_b(cluster):
+    a, b = cluster["workers"]["A"], cluster["workers"]["B"]
+    latencies = []
+    async with httpx.AsyncClient(timeout=10) as client:
+        for _ in range(10):
+            handle = (await rpc(client, a.url, "tools/call", {"name": "slow", "arguments": {"seconds": 60}}))["result"]
+            task_id = handle["taskId"]
+            async with Listen(client, b.url, {"taskIds": [task_id]}) as stream:
+                assert (await stream.frame())["params"]["notifications"] == {"taskIds": [task_id]}
+                assert (await stream.frame())["params"]["status"] == "working"  # the snapshot
+                assert (await rpc(client, b.url, "tasks/get", {"taskId": task_id}))["result"]["status"] == "working"
+                started = time.monotonic()
+                ack = await rpc(client, b.url, "tasks/cancel", {"taskId": task_id})
+                assert ack["result"]["resultType"] == "complete"
+                while (await stream.frame())["params"]["status"] != "cancelled":
+                    pass
+                latencies.append((time.monotonic() - started) * 1000)
+        # Input answered through the other worker.
+        task_id = (await rpc(client, a.url, "tools/call", {"name": "two_keys"}))["result"]["taskId"]
+        await poll(client, b.url, task_id, "input_required")
+        answers = {"a": {"action": "accept"}, "b": {"action": "decline"}}
+        await rpc(client, b.url, "tasks/update", {"taskId": task_id, "inputResponses": answers})
+        done = await poll(client, a.url, task_id, "completed")
+        assert done["result"]["content"][0]["text"] == "a=accept b=decline"
+    latencies.sort()
+    FIGURES["cross_worker_cancel_ms"] = {
+        "p50": round(latencies[len(latencies) // 2], 1),
+        "max": round(latencies[-1], 1),
+        "n": len(latencies),
+    }
+
+
+async def test_sigkill_of_the_owner_fails_the_task_after_its_lease(cluster):
+    a, b = cluster["workers"]["A"], cluster["workers"]["B"]
+    async with httpx.AsyncClient(timeout=10) as client:
+        task_id = (await rpc(client, a.url, "tools/call", {"name": "slow", "arguments": {"seconds": 60}}))["result"][
+            "taskId"
+        ]
+        await asyncio.sleep(0.2)
+        killed = time.monotonic()
+        a.signal(signal.SIGKILL)
+        a.wait_exit(10)
+        failed = await poll(client, b.url, task_id, "failed", timeout=LEASE * 5)
+        FIGURES["sigkill_to_failed_s"] = round(time.monotonic() - killed, 2)
+        assert failed["error"]["code"] == -32603
+        assert "owner stopped" in failed["error"]["message"]
+        assert time.monotonic() - killed >= LEASE * 0.5  # not before the lease could have lapsed
+    a.start()
+
+
+async def test_sigterm_is_graceful(cluster):
+    a, b = cluster["workers"]["A"], cluster["workers"]["B"]
+    async with httpx.AsyncClient(timeout=10) as client:
+        quick = (await rpc(client, a.url, "tools/call", {"name": "quick"}))["result"]["taskId"]
+        await poll(client, b.url, quick, "completed")
+        long_id = (await rpc(client, a.url, "tools/call", {"name": "slow", "arguments": {"seconds": 60}}))["result"][
+            "taskId"
+        ]
+        async with Listen(client, a.url, {"toolsListChanged": True}) as stream:
+            await stream.frame()  # ack
+            stopped = time.monotonic()
+            a.signal(signal.SIGTERM)
+            final = await stream.frame()
+            assert final["id"] == "live" and final["result"]["resultType"] == "complete"
+        assert a.wait_exit(15) is not None
+        FIGURES["sigterm_to_exit_s"] = round(time.monotonic() - stopped, 2)
+        interrupted = (await rpc(client, b.url, "tasks/get", {"taskId": long_id}))["result"]
+        assert interrupted["status"] == "failed"
+        assert "interrupted" in interrupted["error"]["message"]
+        assert (await rpc(client, b.url, "tasks/get", {"taskId": quick}))["result"]["status"] == "completed"
+    a.start()
+
+
+async def test_finished_tasks_survive_a_restart_of_every_worker(cluster):
+    a, b = cluster["workers"]["A"], cluster["workers"]["B"]
+    async with httpx.AsyncClient(timeout=10) as client:
+        ids = [
+            (await rpc(client, a.url, "tools/call", {"name": n}))["result"]["taskId"] for n in ("quick", "task_boom")
+        ]
+        ids.append((await rpc(client, b.url, "tools/call", {"name": "task_rpc_error"}))["result"]["taskId"])
+        before = [await poll(client, b.url, i, "completed", "failed") for i in ids]
+        a.stop()
+        b.stop()
+        a.start()
+        b.start()
+        after = [(await rpc(client, b.url, "tasks/get", {"taskId": i}))["result"] for i in ids]
+    strip = [{k: v for k, v in r.items() if k != "_meta"} for r in before]
+    assert [{k: v for k, v in r.items() if k != "_meta"} for r in after] == strip
+
+
+async def test_redis_down_polling_and_cancel_still_work_and_push_resumes(cluster):
+    a, b, redis = cluster["workers"]["A"], cluster["workers"]["B"], cluster["redis"]
+    async with httpx.AsyncClient(timeout=10) as client:
+        redis.stop()
+        try:
+            done_id = await rpc(client, a.url, "tools/call", {"name": "slow", "arguments": {"seconds": 0.3}})
+            done = await poll(client, b.url, done_id["result"]["taskId"], "completed")
+            assert done["result"]["content"][0]["text"] == "slept"
+            task_id = (await rpc(client, a.url, "tools/call", {"name": "slow", "arguments": {"seconds": 60}}))[
+                "result"
+            ]["taskId"]
+            started = time.monotonic()
+            await rpc(client, b.url, "tasks/cancel", {"taskId": task_id})
+            await poll(client, b.url, task_id, "cancelled", timeout=LEASE * 3)
+            FIGURES["cancel_without_redis_s"] = round(time.monotonic() - started, 2)
+        finally:
+            redis.start()
+        # Push resumes without a restart.
+        task_id = (await rpc(client, a.url, "tools/call", {"name": "slow", "arguments": {"seconds": 60}}))["result"][
+            "taskId"
+        ]
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                async with Listen(client, b.url, {"taskIds": [task_id]}) as stream:
+                    ack = await stream.frame()
+                    if "error" not in ack:
+                        await stream.frame()  # snapshot
+                        await rpc(client, a.url, "tasks/cancel", {"taskId": task_id})
+                        while (await stream.frame())["params"]["status"] != "cancelled":
+                            pass
+                        break
+            except (EOFError, TimeoutError):
+                pass
+            assert time.monotonic() < deadline, "listen streams did not recover after Redis came back"
+            await asyncio.sleep(0.5)
+
+
+def _connections(db_name: str) -> int:
+    out = subprocess.run(
+        [
+            "psql",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+            "-tAc",
+            f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{db_name}'",
+        ],  # noqa: S608 - our own test DB name
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout.strip())
+
+
+async def test_burst_at_the_cap_is_race_free_and_leaks_no_connections(cluster):
+    a, b = cluster["workers"]["A"], cluster["workers"]["B"]
+    cap_urls = [w.url.replace("/mcp-tasks/", "/mcp-cap/") for w in (a, b)]
+    async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=100)) as client:
+        # Warm both workers up so their pools exist before the baseline is taken.
+        for w in (a, b):
+            await rpc(client, w.url, "server/discover")
+        baseline = _connections(cluster["db"])
+        calls = [rpc(client, cap_urls[i % 2], "tools/call", {"name": "slow"}) for i in range(80)]
+        answers = await asyncio.gather(*calls)
+        created = [r for r in answers if r.get("result", {}).get("resultType") == "task"]
+        refused = [r for r in answers if r.get("error", {}).get("data") == {"maxTasks": 25}]
+        assert (len(created), len(refused)) == (25, 55)
+        for r in created:
+            await rpc(client, cap_urls[0], "tasks/cancel", {"taskId": r["result"]["taskId"]})
+        burst = await asyncio.gather(
+            *[rpc(client, (a, b)[i % 2].url, "tools/call", {"name": "quick"}) for i in range(200)]
+        )
+        ids = [r["result"]["taskId"] for r in burst]
+        for task_id in ids[-10:]:
+            await poll(client, b.url, task_id, "completed")
+        await asyncio.sleep(1)
+        after = _connections(cluster["db"])
+    FIGURES["pg_connections"] = {"before_burst": baseline, "after_burst": after}
+    assert after <= baseline + 4, FIGURES["pg_connections"]
