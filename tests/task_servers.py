@@ -151,3 +151,17 @@ small_server = McpServer(
 )
 principal_server = McpServer(tools=task_tools, extension_plugins=[McpTasks()], auth=TokenAuth(), urls_namespace="mcp_p")
 cap_server = McpServer(tools=task_tools, extension_plugins=[McpTasks(max=25, ttl_ms=120_000)], urls_namespace="mcp_cap")
+
+
+@task_tools.register(task_support="required")
+async def ask_then_task(request: McpRequest) -> Any:
+    """MRTR rounds first, synchronously; only then the task."""
+    answers = await request.ask(
+        {"name": elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})}
+    )
+    name = (answers["name"].content or {}).get("name")
+
+    async def run(task: TaskContext) -> str:
+        return f"Hello {name}"
+
+    return await mcp_task(request, run=run)

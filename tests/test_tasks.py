@@ -414,3 +414,31 @@ async def test_ttl_expiry_is_lazy_and_frees_the_cap(async_client):
     fresh = await create(async_client, "quick", path="/mcp-small/")  # the others expired: room again
     assert fresh["resultType"] == "task"
     assert await Task.objects.acount() == 1
+
+
+# -- composition and races -------------------------------------------------------------------
+
+
+async def test_mrtr_rounds_complete_before_the_task_is_created(async_client):
+    first = await create(async_client, "ask_then_task")
+    assert first["resultType"] == "input_required"
+    assert "taskId" not in first
+    assert await Task.objects.acount() == 0
+    answer = {"name": {"action": "accept", "content": {"name": "Alice"}}}
+    params = {"name": "ask_then_task", "arguments": {}, "inputResponses": answer, "requestState": first["requestState"]}
+    handle = (await rpc(async_client, "tools/call", params, status=200))["result"]
+    assert handle["resultType"] == "task"
+    assert "requestState" not in handle and "inputRequests" not in handle
+    done = await wait_for(async_client, handle["taskId"], "completed")
+    assert done["result"]["content"][0]["text"] == "Hello Alice"
+
+
+async def test_cancel_racing_completion_ends_in_one_terminal_state(async_client):
+    ids = [(await create(async_client, "quick"))["taskId"] for _ in range(10)]
+    await asyncio.gather(*(rpc(async_client, "tasks/cancel", {"taskId": i}, status=200) for i in ids))
+    finals = [await wait_for(async_client, i, "completed", "cancelled") for i in ids]
+    await asyncio.sleep(0.1)
+    again = [(await get(async_client, i))["result"] for i in ids]
+    assert [f["status"] for f in finals] == [a["status"] for a in again]
+    for final in again:
+        assert ("result" in final) == (final["status"] == "completed")
