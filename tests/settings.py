@@ -45,9 +45,10 @@ ASGI_APPLICATION = "tests.asgi.application"
 
 DATABASES = _databases()
 # A file (not :memory:) test database, so server processes started by live tests share it.
-DATABASES["default"]["TEST"] = (
-    {"NAME": str(BASE_DIR / ".test-db.sqlite3")} if (DATABASES["default"]["ENGINE"].endswith("sqlite3")) else {}
-)
+# One per test run (concurrent runs in one checkout must not share it); setdefault hands the name
+# down to the server processes the live tests start.
+_TEST_SQLITE = os.environ.setdefault("DJANGO_MCP_TEST_SQLITE", str(BASE_DIR / f".test-db-{os.getpid()}.sqlite3"))
+DATABASES["default"]["TEST"] = {"NAME": _TEST_SQLITE} if DATABASES["default"]["ENGINE"].endswith("sqlite3") else {}
 
 if os.environ.get("REDIS_URL"):
     CHANNEL_LAYERS = {

@@ -119,7 +119,7 @@ class McpTasks(ExtensionPlugin):
         if task is None:
             # Unknown, expired and someone else's all read the same.
             raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
-        if task.status in ACTIVE and not runner.running_here(str(task.id)):
+        if task.status in ACTIVE and store.lease_lapsed(task) and not runner.running_here(str(task.id)):
             reaped = await store.fail_if_owner_gone(task, runner.OWNER_GONE)
             if reaped.status != task.status:
                 await runner.publish(reaped)

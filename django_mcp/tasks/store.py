@@ -212,6 +212,11 @@ def renew_leases(task_ids: list[str], lease_seconds: float) -> list[str]:
     return [str(pk) for pk in mine.filter(cancel_requested=True).values_list("pk", flat=True)]
 
 
+def lease_lapsed(task: Task) -> bool:
+    """Whether the task's lease ran out (checked before asking the database to act on it)."""
+    return task.lease_expires_at is not None and task.lease_expires_at <= timezone.now()
+
+
 @_in_store_thread
 def fail_if_owner_gone(task: Task, error: dict[str, Any]) -> Task:
     """Finish an active task whose lease lapsed (its process died or gave up on it); else return it as is.
@@ -219,7 +224,7 @@ def fail_if_owner_gone(task: Task, error: dict[str, Any]) -> Task:
     The caller checks first that the task does not run in its own process.
     """
     now = timezone.now()
-    if task.status not in ACTIVE or task.lease_expires_at is None or task.lease_expires_at > now:
+    if task.status not in ACTIVE or not lease_lapsed(task):
         return task
     Task.objects.filter(pk=task.pk, status__in=ACTIVE, lease_expires_at__lte=now).update(
         status=TaskStatus.FAILED, error=error, status_message=error["message"], input_requests={}, updated_at=now
