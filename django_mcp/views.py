@@ -50,6 +50,12 @@ def build_api(server: McpServer) -> NinjaAPI:
         # 2026-07-28 has no GET stream and no sessions to DELETE.
         return HttpResponse(status=405, headers={"Allow": "POST"})
 
+    @api.exception_handler(OperationalError)
+    @api.exception_handler(InterfaceError)
+    def database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+        # E.g. an auth that reads the database while it is down: a JSON-RPC error, not a traceback page.
+        return _error(_database_unavailable(exc), None)
+
     @api.exception_handler(AuthenticationError)
     def unauthorized(request: HttpRequest, exc: Exception) -> HttpResponse:
         error = McpJsonRpcError(INVALID_REQUEST, "Unauthorized: valid credentials are required", http_status=401)
@@ -69,6 +75,10 @@ def _error(exc: McpJsonRpcError, request_id: str | int | None) -> JsonResponse:
     return _json(error_response(request_id, exc), exc.http_status)
 
 
+def _database_unavailable(exc: Exception) -> McpJsonRpcError:
+    return McpJsonRpcError(INTERNAL_ERROR, f"Database unavailable: {exc}".strip(), http_status=503)
+
+
 def origin_allowed(origin: str, request: HttpRequest) -> bool:
     """Same-origin, listed in ``ALLOWED_ORIGINS`` (``"*"`` for any), or loopback under DEBUG."""
     allowed = get_settings().ALLOWED_ORIGINS
@@ -85,8 +95,9 @@ def _read_body(request: HttpRequest, limit: int) -> bytes:
     declared = request.headers.get("Content-Length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise Rejection(too_big)
-    # read() (not .body) so only limit+1 bytes are ever held in memory; mock
-    # requests (ninja's TestClient) have no stream, only a body.
+    # read() (not .body) so at most limit+1 bytes are held in memory. The ASGI server has already
+    # received the whole body by now (daphne buffers it): enforce the limit at the proxy too.
+    # Mock requests (ninja's TestClient) have no stream, only a body.
     body = request.read(limit + 1) if hasattr(request, "_stream") else request.body[: limit + 1]
     if len(body) > limit:
         raise Rejection(too_big)
@@ -113,6 +124,10 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
         response = HttpResponse(status=202)
         del response["Content-Type"]
         return response
+    auser = getattr(request, "auser", None)
+    if auser is not None:
+        # Resolve the session user once, here, so handlers and bindings can read it from any context.
+        request.user = await auser()
     return await _respond(server, request, admitted, headers)
 
 
@@ -171,8 +186,7 @@ async def _outcome(server: McpServer, context: McpRequest) -> Outcome | ListenSt
         raise
     except (OperationalError, InterfaceError) as exc:
         logger.error("Database unavailable serving %s: %s", context.method, exc)
-        error = McpJsonRpcError(INTERNAL_ERROR, f"Database unavailable: {exc}".strip(), http_status=503)
-        return error_response(context.id, error), 503
+        return error_response(context.id, _database_unavailable(exc)), 503
     except Exception:
         logger.exception("Internal error serving %s", context.method)
         return error_response(context.id, McpJsonRpcError(INTERNAL_ERROR, "Internal error")), 200

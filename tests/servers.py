@@ -10,6 +10,10 @@ from django_mcp import ExtensionMethod, ExtensionPlugin, McpRequest, McpServer, 
 
 class TokenAuth(HttpBearer):
     async def authenticate(self, request: HttpRequest, token: str) -> Any:
+        if token == "db-down":  # an auth that needs the database while it is down
+            from django.db import OperationalError
+
+            raise OperationalError("could not connect to server")
         return {"alice-token": "alice", "bob-token": "bob"}.get(token)
 
 

@@ -121,9 +121,22 @@ async def only_as_task(request: McpRequest) -> Any:
 
 @task_tools.register
 async def progress_then_task(request: McpRequest) -> Any:
+    reported = asyncio.Event()
+
     async def run(task: TaskContext) -> str:
         request.progress(5, total=10)  # dropped: tasks have no progress notifications
+        reported.set()
         return "ok"
+
+    handle = await mcp_task(request, run=run)
+    await asyncio.wait_for(reported.wait(), 5)  # the run reported before the handle goes out
+    return handle
+
+
+@task_tools.register
+async def non_json_result(request: McpRequest) -> Any:
+    async def run(task: TaskContext) -> dict:
+        return {"content": [{"type": "text", "text": "x"}], "structuredContent": {"when": object()}}
 
     return await mcp_task(request, run=run)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import uuid
@@ -60,6 +61,10 @@ async def wait_for(client, task_id, *statuses, timeout=5.0, **kw) -> dict[str, A
             return result
         assert asyncio.get_running_loop().time() < deadline, f"still {result['status']}, wanted {statuses}"
         await asyncio.sleep(0.02)
+
+
+def owner_key(namespace: str, principal: str) -> str:
+    return "sha256:" + hashlib.sha256(f"{namespace}\0{principal}".encode()).hexdigest()
 
 
 def error_of(body):
@@ -157,7 +162,8 @@ async def test_handle_is_flat_and_committed_before_it_is_returned(async_client):
     for absent in ("result", "error", "inputRequests", "requestState", "cacheScope", "task", "ttl", "pollInterval"):
         assert absent not in handle
     row = await Task.objects.aget(pk=handle["taskId"])
-    assert (row.status, row.tool, row.owner) == ("working", "slow", "nobody")
+    assert (row.status, row.tool) == ("working", "slow")
+    assert row.owner == owner_key("mcp_tasks", "nobody")
     got = await get(async_client, handle["taskId"])
     assert got["result"]["taskId"] == handle["taskId"]
     assert got["result"]["resultType"] == "complete"
@@ -387,7 +393,8 @@ async def test_default_binding_is_the_authenticated_principal(async_client):
     denied = await get(async_client, task_id, path="/mcp-principal/", headers=bob)
     assert error_of(denied)["code"] == -32602
     row = await Task.objects.aget(pk=task_id)
-    assert row.owner == "auth:str:alice"
+    assert row.owner == owner_key("mcp_p", "auth:str:alice")
+    assert "alice" not in row.owner  # a principal may be a secret: only its digest is stored
 
 
 # -- retention ----------------------------------------------------------------------------------------

@@ -38,7 +38,8 @@ async def test_changelist_and_read_only_detail(admin_client):
     assert "task:admin" in page and "<pre>" in page
     assert 'name="_save"' not in page  # read-only
     assert (await admin_client.get("/admin/django_mcp/task/add/")).status_code == 403
-    searched = await admin_client.get("/admin/django_mcp/task/", {"q": "nobody"})
+    row = await Task.objects.aget(pk=task_id)
+    searched = await admin_client.get("/admin/django_mcp/task/", {"q": row.owner})
     assert task_id in searched.content.decode()
 
 
@@ -67,3 +68,19 @@ async def test_cancel_action_flags_a_task_of_another_process(admin_client):
     assert task.cancel_requested is True
     assert task.status == "working"
     await asyncio.sleep(0)
+
+
+async def test_view_only_staff_cannot_cancel(async_client):
+    from django.contrib.auth.models import Permission
+
+    user = await sync_to_async(User.objects.create_user)("viewer", "v@example.com", "pw", is_staff=True)
+    view = await Permission.objects.aget(codename="view_task")
+    await sync_to_async(user.user_permissions.add)(view)
+    await async_client.aforce_login(user)
+    task = await Task.objects.acreate(tool="slow", owner="x", poll_interval_ms=100)
+    listing = await async_client.get("/admin/django_mcp/task/")
+    assert listing.status_code == 200
+    assert "cancel_selected" not in listing.content.decode()
+    await async_client.post("/admin/django_mcp/task/", {"action": "cancel_selected", "_selected_action": [task.pk]})
+    await task.arefresh_from_db()
+    assert task.cancel_requested is False

@@ -66,9 +66,13 @@ class McpRequest:
 
     @property
     def principal_key(self) -> str:
-        """A stable string naming who is asking: the auth principal, else the Django user, else anonymous."""
+        """A stable string naming who is asking: the auth principal, else the Django user, else anonymous.
+
+        A principal that names nobody in particular (``True``, as some auths
+        return) does not count: it would put every caller in one bucket.
+        """
         auth = self.auth
-        if auth is not None:
+        if auth is not None and not isinstance(auth, bool):
             return f"auth:{type(auth).__qualname__}:{getattr(auth, 'pk', auth)}"
         user = self.user
         if user is not None and getattr(user, "is_authenticated", False):
@@ -108,7 +112,7 @@ class McpRequest:
         on :func:`~django_mcp.elicit`). A request kind the client did not
         declare answers -32021; check with :meth:`can_ask` to offer another.
         """
-        return self.input_rounds.ask(requests, self.client_capabilities)
+        return self.ask_sync(requests)
 
     def ask_sync(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
         """:meth:`ask` for sync handlers."""

@@ -51,6 +51,7 @@ class ListenStream:
         self._keepalive = keepalive_seconds
         self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=queue_size)
         self.joined: list[str] = []
+        self._failed = False  # the layer failed: end with an error, not the graceful result
 
     def _tag(self, message: dict[str, Any]) -> dict[str, Any]:
         params = dict(message.get("params") or {})
@@ -65,6 +66,10 @@ class ListenStream:
                 return
             except asyncio.QueueFull:
                 self._queue.get_nowait()
+
+    def _unavailable(self) -> bytes:
+        error = McpJsonRpcError(INTERNAL_ERROR, "Notifications are unavailable: the channel layer failed")
+        return sse.event(error_response(self.subscription_id, error))
 
     def _final(self) -> bytes:
         result = {"resultType": "complete", "_meta": {**self._result_meta, META_SUBSCRIPTION_ID: self.subscription_id}}
@@ -82,6 +87,14 @@ class ListenStream:
                 self.close()
                 return
 
+    def _reader_done(self, reader: asyncio.Future[None]) -> None:
+        if not reader.cancelled() and reader.exception() is not None:
+            logger.warning(
+                "Listen stream %r lost the channel layer; closing it", self.subscription_id, exc_info=reader.exception()
+            )
+            self._failed = True
+            self.close()
+
     async def events(self) -> AsyncIterator[bytes]:
         """The SSE body. Group memberships are released however the stream ends."""
         layer = get_channel_layer() if self.groups else None
@@ -97,8 +110,7 @@ class ListenStream:
                         self.joined.append(group)
                 except Exception:
                     logger.warning("Listen stream %r could not subscribe", self.subscription_id, exc_info=True)
-                    error = McpJsonRpcError(INTERNAL_ERROR, "Notifications are unavailable: the channel layer failed")
-                    yield sse.event(error_response(self.subscription_id, error))
+                    yield self._unavailable()
                     return
             yield sse.event(
                 self._tag(notification("notifications/subscriptions/acknowledged", {"notifications": self.honoured}))
@@ -108,6 +120,7 @@ class ListenStream:
                     yield sse.event(self._tag(message))
             if layer is not None and channel is not None:
                 reader = asyncio.ensure_future(self._forward(layer, channel))
+                reader.add_done_callback(self._reader_done)
             while True:
                 try:
                     item = await asyncio.wait_for(self._queue.get(), self._keepalive)
@@ -115,7 +128,7 @@ class ListenStream:
                     yield sse.KEEPALIVE  # a half-open connection is only noticed on write
                     continue
                 if item is _CLOSE:
-                    yield self._final()
+                    yield self._unavailable() if self._failed else self._final()
                     return
                 yield sse.event(self._tag(item))
         finally:

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings as django_settings
+from django.db import InterfaceError, OperationalError
 
 from ..conf import get_settings
 from ..protocol.errors import (
@@ -265,8 +266,8 @@ class McpServer:
         kwargs = tool.validate_arguments(arguments)
         try:
             value = await call_handler(tool.handler, request, **kwargs)
-        except (McpJsonRpcError, InputRequired):
-            raise
+        except (McpJsonRpcError, InputRequired, OperationalError, InterfaceError):
+            raise  # a lost database is the server's problem (503), not the tool's
         except Exception as exc:
             return exception_result(tool, exc)
         return call_tool_result(tool, value)
@@ -395,7 +396,7 @@ async def _run(what: str, handler: Callable[..., Any], *args: Any, **kwargs: Any
     """Call a prompt/resource/completion handler; an ordinary exception becomes -32603 (traceback logged)."""
     try:
         return await call_handler(handler, *args, **kwargs)
-    except (McpJsonRpcError, InputRequired):
+    except (McpJsonRpcError, InputRequired, OperationalError, InterfaceError):
         raise
     except Exception as exc:
         logger.error("%s failed", what, exc_info=exc)

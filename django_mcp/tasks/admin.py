@@ -79,7 +79,10 @@ class TaskAdmin(admin.ModelAdmin):  # not subscriptable at run time
     def has_delete_permission(self, request: HttpRequest, obj: Task | None = None) -> bool:
         return False
 
-    @admin.action(description="Cancel selected tasks", permissions=["view"])
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("django_mcp.cancel_task")
+
+    @admin.action(description="Cancel selected tasks", permissions=["cancel"])
     def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
         from .plugin import cancel_task  # the same code path as tasks/cancel
 

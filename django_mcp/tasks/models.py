@@ -73,6 +73,7 @@ class Task(models.Model):
     class Meta:
         app_label = "django_mcp"
         ordering = ["-created_at"]
+        permissions = [("cancel_task", "Can cancel tasks")]
         indexes = [
             models.Index(fields=["owner", "status"], name="django_mcp_task_owner_status"),
             models.Index(fields=["expires_at"], name="django_mcp_task_expires"),

@@ -31,6 +31,7 @@ _ANSWER_TYPES: dict[str, type[BaseModel]] = {
     "sampling/createMessage": SamplingAnswer,
     "roots/list": RootsAnswer,
 }
+MAX_WATCHED_TASKS = 1000
 _REQUIRED: dict[str, Any] = {"extensions": {EXTENSION_ID: {}}}
 
 
@@ -95,11 +96,13 @@ class McpTasks(ExtensionPlugin):
         ids = notifications.get("taskIds")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise invalid_params("Invalid params: notifications.taskIds must be a list of task ids")
+        if len(ids) > MAX_WATCHED_TASKS:
+            raise invalid_params(f"Invalid params: at most {MAX_WATCHED_TASKS} taskIds per listen stream")
         owner = self.owner_of(request)
         visible = [str(t.id) for t in await store.visible_many(ids, owner)]
 
         async def snapshot() -> list[dict[str, Any]]:
-            tasks = await store.visible_many(visible, owner)
+            tasks = [await self._reap_if_orphaned(t) for t in await store.visible_many(visible, owner)]
             return [notification("notifications/tasks", detailed_task(t)) for t in tasks]
 
         return ListenSubscription({"taskIds": visible}, tuple(runner.task_group(i) for i in visible), snapshot)
@@ -107,9 +110,13 @@ class McpTasks(ExtensionPlugin):
     # -- binding ---------------------------------------------------------------------------
 
     def owner_of(self, request: McpRequest) -> str:
-        """The binding key for tasks created or read by ``request``."""
+        """The binding key for tasks created or read by ``request``: a digest, scoped to the server.
+
+        Hashed so that a principal that is a secret (a bearer token) is never stored or shown.
+        """
         key = str(self._bind(request)) if self._bind is not None else request.principal_key
-        return key if len(key) <= 200 else "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+        scope = request.server.urls_namespace if request.server is not None else ""
+        return "sha256:" + hashlib.sha256(f"{scope}\0{key}".encode()).hexdigest()
 
     async def _visible(self, request: McpRequest) -> Task:
         task_id = request.params.get("taskId")
@@ -119,11 +126,15 @@ class McpTasks(ExtensionPlugin):
         if task is None:
             # Unknown, expired and someone else's all read the same.
             raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
+        return await self._reap_if_orphaned(task)
+
+    async def _reap_if_orphaned(self, task: Task) -> Task:
+        """Fail an active task whose lease lapsed (its process died): detected lazily, by whoever touches it."""
         if task.status in ACTIVE and store.lease_lapsed(task) and not runner.running_here(str(task.id)):
             reaped = await store.fail_if_owner_gone(task, runner.OWNER_GONE)
             if reaped.status != task.status:
                 await runner.publish(reaped)
-            task = reaped
+            return reaped
         return task
 
     # -- methods -------------------------------------------------------------------------------

@@ -12,18 +12,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.layers import get_channel_layer
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, connections
 
 from ..conf import get_settings
 from ..protocol.errors import McpJsonRpcError, missing_capability
 from ..protocol.jsonrpc import notification
+from ..server.lifecycle import shutting_down
 from ..server.mrtr import InputRequest
 from ..server.notify import abroadcast
 from ..server.results import call_tool_result, exception_result
@@ -42,7 +44,8 @@ _INPUT_RECHECK_SECONDS = 1.0  # a waiting runner re-reads its answers at least t
 
 Run = Callable[["TaskContext"], Awaitable[Any]]
 STOPPED: dict[str, Any] = {"code": -32603, "message": "Task interrupted: its server process stopped"}
-OWNER_GONE: dict[str, Any] = {"code": -32603, "message": "Task owner stopped: its server process is gone"}
+OWNER_GONE: dict[str, Any] = {"code": -32603, "message": "Task owner stopped: its server process stopped renewing it"}
+UNSTORABLE: dict[str, Any] = {"code": -32603, "message": "Task result could not be stored"}
 
 
 def task_group(task_id: str) -> str:
@@ -78,10 +81,11 @@ class TaskContext:
         self._wake = asyncio.Event()
         self._work: asyncio.Future[Any] | None = None
         self._stopping = False
+        self.gone = False  # the row is no longer active here (deleted, reaped elsewhere): nothing to record
 
     @property
     def cancelled(self) -> bool:
-        """Whether cancellation was requested."""
+        """Whether the task should stop: ``tasks/cancel``, or the server is shutting down."""
         return self.signal.is_set()
 
     async def update(self, status_message: str) -> None:
@@ -98,24 +102,46 @@ class TaskContext:
         out under a fresh wire name (``confirm``, then ``confirm.2``) so an
         answer is never attributed to the wrong round.
         """
-        wire: dict[str, tuple[str, InputRequest[Any]]] = {}
+        if not requests:
+            raise ValueError("request_input needs at least one request")
+        pending: dict[str, tuple[str, InputRequest[Any]]] = {}
         for key, request in requests.items():
             if not request.declared_by(self._capabilities):
                 raise missing_capability(request.required_capability)
-            wire[self._fresh_key(key)] = (key, request)
-        task = await store.park(self.id, {wk: r.to_wire() for wk, (_, r) in wire.items()}, None)
-        if task is None:  # no longer active (cancelled meanwhile)
-            raise asyncio.CancelledError
-        await publish(task)
+            pending[self._fresh_key(key)] = (key, request)
         answers: dict[str, Any] = {}
-        while True:
+        while pending:
+            task = await store.park(self.id, {wk: r.to_wire() for wk, (_, r) in pending.items()})
+            if task is None:  # no longer active: cancelled, reaped or deleted meanwhile
+                raise self._vanished()
+            await publish(task)
+            retry: dict[str, tuple[str, InputRequest[Any]]] = {}
+            for wire_key, raw in (await self._collect(list(pending))).items():
+                key, request = pending[wire_key]
+                try:
+                    answers[key] = request.parse(key, raw)
+                except McpJsonRpcError:  # an answer that does not fit: ask again, under a fresh key
+                    retry[self._fresh_key(key)] = (key, request)
+            pending = retry
+        return answers
+
+    async def _collect(self, wire_keys: list[str]) -> dict[str, Any]:
+        """Wait until every key is answered; re-read the row at each wake-up (messages may be lost)."""
+        collected: dict[str, Any] = {}
+        while len(collected) < len(wire_keys):
             self._wake.clear()
-            answers.update(await store.take_answers(self.id, [wk for wk in wire if wk not in answers]))
-            if len(answers) == len(wire):
-                break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), _INPUT_RECHECK_SECONDS)
-        return {key: request.parse(key, answers[wk]) for wk, (key, request) in wire.items()}
+            taken = await store.take_answers(self.id, [k for k in wire_keys if k not in collected])
+            if taken is None:
+                raise self._vanished()
+            collected.update(taken)
+            if len(collected) < len(wire_keys):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), _INPUT_RECHECK_SECONDS)
+        return collected
+
+    def _vanished(self) -> asyncio.CancelledError:
+        self.gone = True
+        return asyncio.CancelledError()
 
     def _fresh_key(self, key: str) -> str:
         wire_key, n = key, 1
@@ -146,22 +172,29 @@ def start(task: Task, tool: Tool, run: Run, capabilities: Mapping[str, Any]) -> 
 
 
 async def _supervise(context: TaskContext, run: Run) -> None:
-    work = asyncio.ensure_future(run(context))
-    context._work = work
-    control = asyncio.ensure_future(_control(context))
-    try:
-        finished = await _outcome(context, work)
-        if finished is not None:
-            await publish(finished)
-    finally:
-        control.cancel()
-        _running.pop(context.id, None)
-        _supervisors.pop(context.id, None)
+    # The run's own ORM calls get a thread of their own, whose connections are closed at the end.
+    async with ThreadSensitiveContext():
+        work = asyncio.ensure_future(run(context))
+        context._work = work
+        control = asyncio.ensure_future(_control(context))
+        try:
+            finished = await _outcome(context, work)
+            if finished is not None:
+                await publish(finished)
+        finally:
+            control.cancel()
+            _running.pop(context.id, None)
+            _supervisors.pop(context.id, None)
+            with contextlib.suppress(Exception):
+                await sync_to_async(connections.close_all)()
 
 
 async def _outcome(context: TaskContext, work: asyncio.Future[Any]) -> Task | None:
     """Record how the run ended (retrying while the database is down)."""
-    status, fields = await _ending(context, work)
+    ending = await _ending(context, work)
+    if ending is None:
+        return None
+    status, fields = ending
     deadline = asyncio.get_running_loop().time() + get_settings().TASK_FINAL_WRITE_RETRY_SECONDS
     delay = 0.1
     while True:
@@ -176,27 +209,43 @@ async def _outcome(context: TaskContext, work: asyncio.Future[Any]) -> Task | No
             logger.warning("Task %s: database unavailable, retrying its final write in %.1f s", context.id, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
+        except Exception:
+            logger.exception("Task %s: could not store its outcome", context.id)
+            return await store.finish(context.id, TaskStatus.FAILED, error=UNSTORABLE, message=UNSTORABLE["message"])
 
 
-async def _ending(context: TaskContext, work: asyncio.Future[Any]) -> tuple[str, dict[str, Any]]:
-    """How the run ended, as the terminal status and its fields (compare-and-set later)."""
+def _failed(error: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return TaskStatus.FAILED, {"error": error, "message": error["message"]}
+
+
+def _completed(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return TaskStatus.COMPLETED, {"result": {**result, "resultType": "complete"}}
+
+
+async def _ending(context: TaskContext, work: asyncio.Future[Any]) -> tuple[str, dict[str, Any]] | None:
+    """How the run ended, as the terminal status and its fields (compare-and-set later); None: nothing to record."""
     try:
         value = await work
     except asyncio.CancelledError:
-        if context._stopping:
-            return TaskStatus.FAILED, {"error": STOPPED, "message": STOPPED["message"]}
+        if context.gone:
+            return None
+        if context._stopping or shutting_down():
+            return _failed(STOPPED)
         if not context.cancelled:
             raise  # our supervisor itself was cancelled: leave the row to the lease
         return TaskStatus.CANCELLED, {"message": "Cancelled"}
     except McpJsonRpcError as exc:
-        return TaskStatus.FAILED, {"error": exc.to_error(), "message": exc.message}
+        return _failed(exc.to_error())
     except Exception as exc:
-        return TaskStatus.COMPLETED, {"result": {**exception_result(context.tool, exc), "resultType": "complete"}}
+        return _completed(exception_result(context.tool, exc))
     try:
         result = call_tool_result(context.tool, value)
+        json.dumps(result)  # it is stored in a JSON column and sent as JSON
     except McpJsonRpcError as exc:
-        return TaskStatus.FAILED, {"error": exc.to_error(), "message": exc.message}
-    return TaskStatus.COMPLETED, {"result": {**result, "resultType": "complete"}}
+        return _failed(exc.to_error())
+    except (TypeError, ValueError) as exc:
+        return _completed(exception_result(context.tool, TypeError(f"the task's result is not JSON: {exc}")))
+    return _completed(result)
 
 
 def cancel_here(task_id: str) -> bool:
@@ -219,9 +268,13 @@ def wake_here(task_id: str) -> bool:
     return True
 
 
+def _act_here(task_id: str, op: str) -> bool:
+    return cancel_here(task_id) if op == "cancel" else wake_here(task_id)
+
+
 async def deliver(task_id: str, op: str) -> None:
     """Deliver ``cancel`` or ``input`` to whichever process runs the task."""
-    if (cancel_here if op == "cancel" else wake_here)(task_id):
+    if _act_here(task_id, op):
         return
     layer = get_channel_layer()
     if layer is None:
@@ -230,11 +283,6 @@ async def deliver(task_id: str, op: str) -> None:
         await layer.group_send(control_group(task_id), {"type": CONTROL_TYPE, "op": op})
     except Exception:  # the owner also re-reads the row at its next wake-up
         logger.warning("Could not deliver %s for task %s through the channel layer", op, task_id, exc_info=True)
-
-
-def deliver_sync(task_id: str, op: str) -> None:
-    """:func:`deliver` for sync code (e.g. the admin)."""
-    async_to_sync(deliver)(task_id, op)
 
 
 async def _control(context: TaskContext) -> None:
@@ -253,7 +301,7 @@ async def _control(context: TaskContext) -> None:
         while layer is not None and channel is not None:
             message = await layer.receive(channel)
             if message.get("type") == CONTROL_TYPE:
-                (cancel_here if message.get("op") == "cancel" else wake_here)(context.id)
+                _act_here(context.id, str(message.get("op")))
     except asyncio.CancelledError:
         raise
     except Exception:
@@ -276,7 +324,13 @@ async def _renew_leases() -> None:
         settings = get_settings()
         await asyncio.sleep(settings.TASK_LEASE_RENEW_SECONDS)
         try:
-            for task_id in await store.renew_leases(list(_running), settings.TASK_LEASE_SECONDS):
+            flagged, vanished = await store.renew_leases(list(_running), settings.TASK_LEASE_SECONDS)
+            for task_id in vanished:  # deleted or finished elsewhere: stop the run, record nothing
+                context = _running.get(task_id)
+                if context is not None:
+                    context.gone = True
+                    cancel_here(task_id)
+            for task_id in flagged:
                 cancel_here(task_id)
         except Exception:
             logger.warning("Could not renew task leases", exc_info=True)

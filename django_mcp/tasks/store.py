@@ -29,6 +29,7 @@ _CAP_LOCK_KEY = 0x6D63707461736B  # "mcptask": serialises creation at the cap ac
 def _in_store_thread(fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
     @wraps(fn)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        close_old_connections()  # a connection that broke or aged since the last call
         try:
             return fn(*args, **kwargs)
         finally:
@@ -119,7 +120,7 @@ def set_status_message(task_id: Any, message: str) -> Task | None:
 
 
 @_in_store_thread
-def park(task_id: Any, requests: Mapping[str, Any], message: str | None) -> Task | None:
+def park(task_id: Any, requests: Mapping[str, Any]) -> Task | None:
     """Add outstanding input requests and move the task to ``input_required``."""
     with transaction.atomic():
         task = Task.objects.select_for_update().filter(pk=task_id, status__in=ACTIVE).first()
@@ -128,10 +129,8 @@ def park(task_id: Any, requests: Mapping[str, Any], message: str | None) -> Task
         task.input_requests = {**task.input_requests, **requests}
         task.input_keys = [*task.input_keys, *requests]
         task.status = TaskStatus.INPUT_REQUIRED
-        if message is not None:
-            task.status_message = message
         task.updated_at = timezone.now()
-        task.save(update_fields=["input_requests", "input_keys", "status", "status_message", "updated_at"])
+        task.save(update_fields=["input_requests", "input_keys", "status", "updated_at"])
         return task
 
 
@@ -163,13 +162,13 @@ def answer(task_id: Any, owner: str, responses: Mapping[str, Any]) -> tuple[Task
 
 
 @_in_store_thread
-def take_answers(task_id: Any, keys: Iterable[str]) -> dict[str, Any]:
-    """Consume the received answers among ``keys``."""
+def take_answers(task_id: Any, keys: Iterable[str]) -> dict[str, Any] | None:
+    """Consume the received answers among ``keys``; None if the task is gone or no longer active."""
     keys = list(keys)
     with transaction.atomic():
-        task = Task.objects.select_for_update().filter(pk=task_id).first()
+        task = Task.objects.select_for_update().filter(pk=task_id, status__in=ACTIVE).first()
         if task is None:
-            return {}
+            return None
         taken = {k: task.input_responses[k] for k in keys if k in task.input_responses}
         if taken:
             task.input_responses = {k: v for k, v in task.input_responses.items() if k not in taken}
@@ -205,11 +204,15 @@ def finish(
 
 
 @_in_store_thread
-def renew_leases(task_ids: list[str], lease_seconds: float) -> list[str]:
-    """One batched lease renewal for the tasks this process runs; returns those flagged for cancellation."""
+def renew_leases(task_ids: list[str], lease_seconds: float) -> tuple[list[str], list[str]]:
+    """One batched lease renewal for the tasks this process runs.
+
+    Returns the ids flagged for cancellation, and those no longer active (deleted, or finished elsewhere).
+    """
     mine = Task.objects.filter(pk__in=task_ids).active()
     mine.update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds))
-    return [str(pk) for pk in mine.filter(cancel_requested=True).values_list("pk", flat=True)]
+    state = {str(pk): cancel for pk, cancel in mine.values_list("pk", "cancel_requested")}
+    return [t for t, cancel in state.items() if cancel], [t for t in task_ids if t not in state]
 
 
 def lease_lapsed(task: Task) -> bool:

@@ -1,0 +1,206 @@
+"""Failure paths of the tasks extension: a lost database, unstorable results, vanished rows, a failing layer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from io import StringIO
+from unittest import mock
+
+import pytest
+from django.core.management import call_command
+from django.db import OperationalError
+from django.utils import timezone
+
+from django_mcp.models import Task
+from django_mcp.tasks import runner as task_runner
+from django_mcp.tasks import store
+from tests.test_tasks import create, get, owner_key, rpc, wait_for
+from tests.wire import post, request_body
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+async def _stop_tasks():
+    yield
+    await task_runner.stop_all()
+
+
+async def test_database_loss_answers_503_not_a_traceback(async_client):
+    with mock.patch.object(store, "visible", side_effect=OperationalError("connection refused")):
+        response = await post(
+            async_client,
+            request_body(
+                "tasks/get", {"taskId": "x"}, capabilities={"extensions": {"io.modelcontextprotocol/tasks": {}}}
+            ),
+            path="/mcp-tasks/",
+        )
+    assert response.status_code == 503
+    error = json.loads(response.content)["error"]
+    assert error["code"] == -32603 and "Database unavailable" in error["message"]
+
+
+async def test_database_loss_during_task_creation_is_503_not_a_tool_error(async_client):
+    with mock.patch.object(store, "create", side_effect=OperationalError("connection refused")):
+        body = await rpc(async_client, "tools/call", {"name": "slow"}, status=503)
+    assert body["error"]["code"] == -32603
+
+
+async def test_database_loss_in_auth_is_503(async_client):
+    response = await post(
+        async_client, request_body("server/discover"), path="/mcp-bearer/", headers={"Authorization": "Bearer db-down"}
+    )
+    assert response.status_code == 503
+    assert json.loads(response.content)["error"]["code"] == -32603
+
+
+async def test_final_write_is_retried_while_the_database_is_down(async_client):
+    real_finish = store.finish
+    calls = {"n": 0}
+
+    async def flaky_finish(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise OperationalError("server closed the connection")
+        return await real_finish(*args, **kwargs)
+
+    with mock.patch.object(store, "finish", flaky_finish):
+        task_id = (await create(async_client, "quick", {"text": "persist"}))["taskId"]
+        done = await wait_for(async_client, task_id, "completed")
+    assert calls["n"] == 3
+    assert done["result"]["content"][0]["text"] == "task:persist"
+
+
+async def test_finish_is_a_compare_and_set():
+    task = await Task.objects.acreate(tool="t", owner="o", poll_interval_ms=1)
+    first = await store.finish(task.pk, "completed", result={"content": []})
+    second = await store.finish(task.pk, "cancelled")
+    assert first is not None and first.status == "completed"
+    assert second is None
+    await task.arefresh_from_db()
+    assert task.status == "completed"
+
+
+async def test_a_result_that_is_not_json_completes_with_is_error(async_client):
+    task_id = (await create(async_client, "non_json_result"))["taskId"]
+    done = await wait_for(async_client, task_id, "completed", "failed")
+    assert done["status"] == "completed"
+    assert done["result"]["isError"] is True
+    assert "not JSON" in done["result"]["content"][0]["text"]
+    assert not task_runner.running_here(task_id)
+
+
+async def test_progress_of_a_task_never_reaches_the_creating_request(async_client):
+    body = request_body(
+        "tools/call",
+        {"name": "progress_then_task"},
+        capabilities={"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        progressToken="p",
+    )
+    response = await post(async_client, body, path="/mcp-tasks/")
+    assert response["Content-Type"].startswith("application/json")
+    assert json.loads(response.content)["result"]["resultType"] == "task"
+
+
+async def test_a_row_deleted_while_waiting_for_input_stops_its_run(async_client):
+    task_id = (await create(async_client, "two_keys"))["taskId"]
+    await wait_for(async_client, task_id, "input_required")
+    assert task_runner.running_here(task_id)
+    await Task.objects.filter(pk=task_id).adelete()
+    for _ in range(300):
+        if not task_runner.running_here(task_id):
+            break
+        await asyncio.sleep(0.01)
+    assert not task_runner.running_here(task_id)
+    assert not await Task.objects.filter(pk=task_id).aexists()  # nothing was written back
+
+
+async def test_a_task_failed_elsewhere_stops_running_here(async_client, settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LEASE_RENEW_SECONDS": 0.05, "TASK_LEASE_SECONDS": 1}
+    task_id = (await create(async_client, "slow", {"seconds": 30}))["taskId"]
+    await Task.objects.filter(pk=task_id).aupdate(status="failed", error={"code": -32603, "message": "reaped"})
+    for _ in range(300):
+        if not task_runner.running_here(task_id):
+            break
+        await asyncio.sleep(0.01)
+    assert not task_runner.running_here(task_id)
+    row = await Task.objects.aget(pk=task_id)
+    assert (row.status, row.error["message"]) == ("failed", "reaped")
+
+
+async def test_an_orphaned_task_is_failed_by_whoever_reads_it(async_client):
+    task = await Task.objects.acreate(
+        tool="slow",
+        owner=owner_key("mcp_tasks", "nobody"),
+        poll_interval_ms=100,
+        node="dead-process",
+        lease_expires_at=timezone.now() - timedelta(seconds=1),
+    )
+    result = (await get(async_client, str(task.pk)))["result"]
+    assert result["status"] == "failed"
+    assert result["error"]["message"].startswith("Task owner stopped")
+
+
+async def test_request_input_needs_at_least_one_request():
+    task = await Task.objects.acreate(tool="t", owner="o", poll_interval_ms=1)
+    from tests.task_servers import task_tools
+
+    context = task_runner.TaskContext(task, task_tools.get("quick"), {})
+    with pytest.raises(ValueError, match="at least one"):
+        await context.request_input({})
+
+
+async def test_listen_stream_whose_layer_fails_ends_with_an_error():
+    from channels.layers import get_channel_layer
+
+    from django_mcp.server.listen import ListenStream
+
+    layer = get_channel_layer()
+    stream = ListenStream("broken", {}, ["broken.group"], [], result_meta={}, keepalive_seconds=5, queue_size=4)
+    events = stream.events()
+    assert b"acknowledged" in await anext(events)
+    with mock.patch.object(layer, "receive", side_effect=ConnectionError("redis went away")):
+        rest = [chunk async for chunk in events]
+    final = json.loads(rest[-1].decode().split("data: ", 1)[1])
+    assert final["id"] == "broken"
+    assert final["error"]["code"] == -32603 and "channel layer" in final["error"]["message"]
+
+
+async def test_too_many_task_ids_are_refused(async_client):
+    body = request_body(
+        "subscriptions/listen",
+        {"notifications": {"taskIds": [f"t{i}" for i in range(1001)]}},
+        capabilities={"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    )
+    response = await post(async_client, body, path="/mcp-tasks/")
+    assert response.status_code == 400
+    assert "at most 1000" in json.loads(response.content)["error"]["message"]
+
+
+async def test_clear_tasks_command_deletes_only_expired_tasks():
+    now = timezone.now()
+    await Task.objects.acreate(tool="a", owner="o", poll_interval_ms=1, expires_at=now - timedelta(seconds=1))
+    await Task.objects.acreate(tool="b", owner="o", poll_interval_ms=1, expires_at=now + timedelta(hours=1))
+    await Task.objects.acreate(tool="c", owner="o", poll_interval_ms=1, expires_at=None)
+    out = StringIO()
+    from asgiref.sync import sync_to_async
+
+    await sync_to_async(call_command)("mcp_clear_tasks", stdout=out)
+    assert out.getvalue().strip() == "Deleted 1 expired task(s)."
+    assert sorted([t async for t in Task.objects.values_list("tool", flat=True)]) == ["b", "c"]
+
+
+async def test_session_user_is_the_default_binding(async_client):
+    from asgiref.sync import sync_to_async
+    from django.contrib.auth.models import User
+
+    ada = await sync_to_async(User.objects.create_user)("ada", "ada@example.com", "pw")
+    bob = await sync_to_async(User.objects.create_user)("bob", "bob@example.com", "pw")
+    await async_client.aforce_login(ada)
+    task_id = (await create(async_client, "slow", path="/mcp-small/"))["taskId"]
+    row = await Task.objects.aget(pk=task_id)
+    assert row.owner == owner_key("mcp_small", f"user:{ada.pk}")
+    await async_client.aforce_login(bob)
+    assert (await get(async_client, task_id, path="/mcp-small/"))["error"]["code"] == -32602
