@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import InterfaceError, OperationalError
+
+from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
+from .mrtr import InputRequired
+
+logger = logging.getLogger("django_mcp")
 
 
 async def call_handler(handler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -23,3 +30,17 @@ def first_parameter_takes_request(handler: Callable[..., Any]) -> bool:
         inspect.Parameter.POSITIONAL_ONLY,
         inspect.Parameter.POSITIONAL_OR_KEYWORD,
     )
+
+
+async def run_handler(what: str, handler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a prompt, resource or completion handler; an ordinary exception becomes -32603 (traceback logged).
+
+    Protocol errors, MRTR's input request and a lost database pass through.
+    """
+    try:
+        return await call_handler(handler, *args, **kwargs)
+    except (McpJsonRpcError, InputRequired, OperationalError, InterfaceError):
+        raise
+    except Exception as exc:
+        logger.error("%s failed", what, exc_info=exc)
+        raise McpJsonRpcError(INTERNAL_ERROR, f"{what} failed: {type(exc).__name__}: {exc}") from None

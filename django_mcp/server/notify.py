@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.apps import apps
+from django.conf import settings
 
 from ..protocol.jsonrpc import notification
 
@@ -25,6 +26,11 @@ _LIST_CHANGED = {
     "resources": "notifications/resources/list_changed",
 }
 _background: set[asyncio.Task[None]] = set()
+
+
+def has_channel_layer() -> bool:
+    """Whether a default channel layer is configured (without it there are no notifications)."""
+    return "default" in getattr(settings, "CHANNEL_LAYERS", {})
 
 
 def resource_group(uri: str) -> str:

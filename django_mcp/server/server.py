@@ -6,35 +6,27 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings as django_settings
-from django.db import InterfaceError, OperationalError
-
 from ..conf import get_settings
 from ..protocol.errors import (
-    INTERNAL_ERROR,
-    McpJsonRpcError,
-    invalid_params,
     method_not_found,
     missing_capability,
 )
-from ..protocol.headers import check_param_headers
 from ..protocol.jsonrpc import META_SERVER_INFO
 from ..protocol.ladder import SUPPORTED_VERSIONS
+from . import completion, prompt_methods, resource_methods, subscriptions, tool_methods
 from .context import McpRequest
 from .extensions import ExtensionMethod, ExtensionPlugin
-from .handlers import call_handler
 from .listen import ListenStream
 from .mrtr import MRTR_METHODS, InputRequired
-from .notify import resource_group
+from .notify import has_channel_layer
 from .options import ResolvedOptions, ServerOptions
 from .pagination import paginate
-from .prompts import PromptRegistry, prompt_result
+from .prompts import PromptRegistry
 from .prompts import prompts as project_prompts
-from .registry import Registry, ToolRegistry
+from .registry import ToolRegistry
 from .registry import registry as project_tools
-from .resources import ResourceRegistry, ResourceTemplate, resource_contents
+from .resources import ResourceRegistry
 from .resources import resources as project_resources
-from .results import call_tool_result, exception_result
 
 if TYPE_CHECKING:
     from django.http import HttpRequest
@@ -57,14 +49,8 @@ _CAPABILITY_OF = {
     "resources/read": "resources",
     "completion/complete": "completions",
 }
-_LIST_FLAGS = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}
-_MAX_COMPLETIONS = 100
 
 _UNSET: Any = object()
-
-
-def _has_channel_layer() -> bool:
-    return "default" in getattr(django_settings, "CHANNEL_LAYERS", {})
 
 
 class McpServer:
@@ -97,15 +83,15 @@ class McpServer:
         self.urls_namespace = urls_namespace
         self._core: dict[str, Handler] = {
             "server/discover": McpServer._discover,
-            "subscriptions/listen": McpServer._listen,
-            "tools/list": McpServer._list_tools,
-            "tools/call": McpServer._call_tool,
-            "prompts/list": McpServer._list_prompts,
-            "prompts/get": McpServer._get_prompt,
-            "resources/list": McpServer._list_resources,
-            "resources/templates/list": McpServer._list_resource_templates,
-            "resources/read": McpServer._read_resource,
-            "completion/complete": McpServer._complete,
+            "subscriptions/listen": subscriptions.listen,
+            "tools/list": tool_methods.list_tools,
+            "tools/call": tool_methods.call_tool,
+            "prompts/list": prompt_methods.list_prompts,
+            "prompts/get": prompt_methods.get_prompt,
+            "resources/list": resource_methods.list_resources,
+            "resources/templates/list": resource_methods.list_resource_templates,
+            "resources/read": resource_methods.read_resource,
+            "completion/complete": completion.complete,
         }
         self._extension_methods: dict[str, tuple[ExtensionPlugin, ExtensionMethod]] = {}
         identifiers: set[str] = set()
@@ -161,7 +147,7 @@ class McpServer:
 
     def capabilities(self, http_request: HttpRequest) -> dict[str, Any]:
         """``ServerCapabilities``: exactly what is registered and served to this request."""
-        notify = _has_channel_layer()
+        notify = has_channel_layer()
         caps: dict[str, Any] = {}
         if len(self.tools):
             caps["tools"] = {"listChanged": notify}
@@ -219,7 +205,8 @@ class McpServer:
             result["_meta"] = meta
         return result
 
-    def _cache_hints(self, request: McpRequest) -> dict[str, Any]:
+    def cache_hints(self, request: McpRequest) -> dict[str, Any]:
+        """``ttlMs`` and ``cacheScope`` for a cacheable result."""
         options = self.options_for(request.http_request)
         return {"ttlMs": options.cache_ttl_ms, "cacheScope": options.cache_scope}
 
@@ -238,166 +225,12 @@ class McpServer:
 
     # -- tools ---------------------------------------------------------------------
 
-    async def _list_tools(self, request: McpRequest) -> dict[str, Any]:
-        return self._page(request, "tools", [t.to_wire() for t in self.tools])
-
-    def _page(self, request: McpRequest, key: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    def page(self, request: McpRequest, key: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+        """One page of a list result (``cursor`` in, ``nextCursor`` out) with its caching hints."""
         page, next_cursor = paginate(
             items, request.params.get("cursor"), self.options_for(request.http_request).page_size
         )
-        result: dict[str, Any] = {key: page, **self._cache_hints(request)}
+        result: dict[str, Any] = {key: page, **self.cache_hints(request)}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
         return result
-
-    async def _call_tool(self, request: McpRequest) -> dict[str, Any]:
-        name = request.params.get("name")
-        if not isinstance(name, str):
-            raise invalid_params("Invalid params: tools/call needs a string 'name'")
-        tool = self.tools.get(name)
-        if tool is None:
-            raise invalid_params(f"Unknown tool: {name}", {"tool": name})
-        for plugin in self.extension_plugins:
-            if plugin.enabled(request.http_request):
-                plugin.check_tool_call(request, tool)
-        arguments = request.params.get("arguments")
-        if tool.param_headers:
-            check_param_headers(tool.param_headers, arguments if isinstance(arguments, dict) else {}, request.headers)
-        kwargs = tool.validate_arguments(arguments)
-        try:
-            value = await call_handler(tool.handler, request, **kwargs)
-        except (McpJsonRpcError, InputRequired, OperationalError, InterfaceError):
-            raise  # a lost database is the server's problem (503), not the tool's
-        except Exception as exc:
-            return exception_result(tool, exc)
-        return call_tool_result(tool, value)
-
-    # -- prompts -------------------------------------------------------------------
-
-    async def _list_prompts(self, request: McpRequest) -> dict[str, Any]:
-        return self._page(request, "prompts", [p.to_wire() for p in self.prompts])
-
-    async def _get_prompt(self, request: McpRequest) -> dict[str, Any]:
-        name = request.params.get("name")
-        found = self.prompts.get(name) if isinstance(name, str) else None
-        if found is None:
-            raise invalid_params(f"Unknown prompt: {name}", {"prompt": name})
-        kwargs = found.validate_arguments(request.params.get("arguments"))
-        value = await _run(f"Prompt {name!r}", found.handler, request, **kwargs)
-        return prompt_result(found, value)
-
-    # -- resources -----------------------------------------------------------------
-
-    async def _list_resources(self, request: McpRequest) -> dict[str, Any]:
-        return self._page(request, "resources", [r.to_wire() for r in self.resources.static()])
-
-    async def _list_resource_templates(self, request: McpRequest) -> dict[str, Any]:
-        return self._page(request, "resourceTemplates", [t.to_wire() for t in self.resources.templates()])
-
-    async def _read_resource(self, request: McpRequest) -> dict[str, Any]:
-        uri = request.params.get("uri")
-        if not isinstance(uri, str):
-            raise invalid_params("Invalid params: resources/read needs a string 'uri'")
-        found = self.resources.resolve(uri)
-        if found is None:
-            raise invalid_params(f"Resource not found: {uri}", {"uri": uri})
-        item, variables = found
-        value = await _run(f"Resource {uri!r}", item.handler, request, **variables)
-        return {"contents": resource_contents(uri, item.mime_type, value), **self._cache_hints(request)}
-
-    # -- completion ----------------------------------------------------------------
-
-    async def _complete(self, request: McpRequest) -> dict[str, Any]:
-        ref, argument = request.params.get("ref"), request.params.get("argument")
-        if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
-            raise invalid_params("Invalid params: completion/complete needs 'ref' and 'argument' {name, value}")
-        completers: Mapping[str, Any]
-        if ref.get("type") == "ref/prompt":
-            found_prompt = self.prompts.get(ref.get("name", ""))
-            if found_prompt is None:
-                raise invalid_params(f"Unknown prompt: {ref.get('name')}", {"ref": ref})
-            completers = found_prompt.completers
-        elif ref.get("type") == "ref/resource":
-            found = self.resources.get(ref.get("uri", ""))
-            if not isinstance(found, ResourceTemplate):
-                raise invalid_params(f"Unknown resource template: {ref.get('uri')}", {"ref": ref})
-            completers = found.completers
-        else:
-            raise invalid_params("Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'", {"ref": ref})
-        completer = completers.get(argument["name"])
-        values: list[str] = []
-        if completer is not None:
-            context = request.params.get("context")
-            known = context.get("arguments", {}) if isinstance(context, dict) else {}
-            value = argument.get("value", "")
-            values = [str(v) for v in await _run("Completer", completer, request, value, known)]
-        return {
-            "completion": {
-                "values": values[:_MAX_COMPLETIONS],
-                "total": len(values),
-                "hasMore": len(values) > _MAX_COMPLETIONS,
-            }
-        }
-
-    # -- subscriptions ---------------------------------------------------------------
-
-    async def _listen(self, request: McpRequest) -> ListenStream:
-        wanted = request.params.get("notifications")
-        if not isinstance(wanted, dict):
-            raise invalid_params("Invalid params: subscriptions/listen needs a 'notifications' object")
-        caps = self.capabilities(request.http_request)
-        honoured: dict[str, Any] = {}
-        groups: list[str] = []
-        registries: dict[str, Registry[Any]] = {
-            "tools": self.tools,
-            "prompts": self.prompts,
-            "resources": self.resources,
-        }
-        for flag, capability in _LIST_FLAGS.items():
-            value = wanted.get(flag, False)
-            if not isinstance(value, bool):
-                raise invalid_params(f"Invalid params: notifications.{flag} must be a boolean")
-            if value and caps.get(capability, {}).get("listChanged"):
-                honoured[flag] = True
-                groups.append(registries[capability].channel_group)
-        uris = wanted.get("resourceSubscriptions", [])
-        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-            raise invalid_params("Invalid params: notifications.resourceSubscriptions must be a list of URIs")
-        if uris and caps.get("resources", {}).get("subscribe"):
-            known = [u for u in dict.fromkeys(uris) if self.resources.resolve(u) is not None]
-            if known:
-                honoured["resourceSubscriptions"] = known
-                groups += [resource_group(u) for u in known]
-        snapshots = []
-        for plugin in self.extension_plugins:
-            if set(plugin.listen_filter_keys) & set(wanted) and plugin.enabled(request.http_request):
-                part = await plugin.subscribe(request, wanted)
-                honoured.update(part.honoured)
-                groups += part.groups
-                if part.snapshot is not None:
-                    snapshots.append(part.snapshot)
-        if groups and not _has_channel_layer():
-            raise McpJsonRpcError(INTERNAL_ERROR, "Notifications need a channel layer: configure CHANNEL_LAYERS")
-        settings = get_settings()
-        options = self.options_for(request.http_request)
-        assert request.id is not None  # requests always have one; notifications never get here
-        return ListenStream(
-            request.id,
-            honoured,
-            groups,
-            snapshots,
-            result_meta={META_SERVER_INFO: options.server_info()} if options.server_info_in_meta else {},
-            keepalive_seconds=settings.LISTEN_KEEPALIVE_SECONDS,
-            queue_size=settings.LISTEN_QUEUE_SIZE,
-        )
-
-
-async def _run(what: str, handler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call a prompt/resource/completion handler; an ordinary exception becomes -32603 (traceback logged)."""
-    try:
-        return await call_handler(handler, *args, **kwargs)
-    except (McpJsonRpcError, InputRequired, OperationalError, InterfaceError):
-        raise
-    except Exception as exc:
-        logger.error("%s failed", what, exc_info=exc)
-        raise McpJsonRpcError(INTERNAL_ERROR, f"{what} failed: {type(exc).__name__}: {exc}") from None
