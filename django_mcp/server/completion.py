@@ -17,6 +17,7 @@ _MAX_COMPLETIONS = 100
 
 
 async def complete(server: McpServer, request: McpRequest) -> dict[str, Any]:
+    """``completion/complete``: the completer's values for one argument, at most 100."""
     ref, argument = request.params.get("ref"), request.params.get("argument")
     if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
         raise invalid_params("Invalid params: completion/complete needs 'ref' and 'argument' {name, value}")

@@ -14,10 +14,12 @@ if TYPE_CHECKING:
 
 
 async def list_prompts(server: McpServer, request: McpRequest) -> dict[str, Any]:
+    """``prompts/list``: one page of prompts."""
     return server.page(request, "prompts", [p.to_wire() for p in server.prompts])
 
 
 async def get_prompt(server: McpServer, request: McpRequest) -> dict[str, Any]:
+    """``prompts/get``: validated string arguments, then the handler's messages."""
     name = request.params.get("name")
     found = server.prompts.get(name) if isinstance(name, str) else None
     if found is None:

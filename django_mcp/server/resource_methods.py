@@ -14,14 +14,17 @@ if TYPE_CHECKING:
 
 
 async def list_resources(server: McpServer, request: McpRequest) -> dict[str, Any]:
+    """``resources/list``: one page of static resources."""
     return server.page(request, "resources", [r.to_wire() for r in server.resources.static()])
 
 
 async def list_resource_templates(server: McpServer, request: McpRequest) -> dict[str, Any]:
+    """``resources/templates/list``: one page of URI templates."""
     return server.page(request, "resourceTemplates", [t.to_wire() for t in server.resources.templates()])
 
 
 async def read_resource(server: McpServer, request: McpRequest) -> dict[str, Any]:
+    """``resources/read``: the static resource, else the first matching template; -32602 with ``data.uri`` if none."""
     uri = request.params.get("uri")
     if not isinstance(uri, str):
         raise invalid_params("Invalid params: resources/read needs a string 'uri'")

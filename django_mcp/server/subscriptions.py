@@ -20,6 +20,7 @@ _LIST_FLAGS = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "re
 
 
 async def listen(server: McpServer, request: McpRequest) -> ListenStream:
+    """``subscriptions/listen``: check the filter, keep what can be honoured, and return the stream to serve."""
     wanted = request.params.get("notifications")
     if not isinstance(wanted, dict):
         raise invalid_params("Invalid params: subscriptions/listen needs a 'notifications' object")

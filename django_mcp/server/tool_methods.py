@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 
 
 async def list_tools(server: McpServer, request: McpRequest) -> dict[str, Any]:
+    """``tools/list``: one page of tools, in registration order."""
     return server.page(request, "tools", [t.to_wire() for t in server.tools])
 
 
 async def call_tool(server: McpServer, request: McpRequest) -> dict[str, Any]:
+    """``tools/call``: headers, the extensions' gates, argument validation, then the handler."""
     name = request.params.get("name")
     if not isinstance(name, str):
         raise invalid_params("Invalid params: tools/call needs a string 'name'")
