@@ -178,3 +178,15 @@ async def ask_then_task(request: McpRequest) -> Any:
         return f"Hello {name}"
 
     return await mcp_task(request, run=run)
+
+
+@task_tools.register
+async def toggle_tool(request: McpRequest) -> str:
+    """Changes this server's tool list (adds and removes a tool): listen streams in every process hear it."""
+
+    def scratch(request: McpRequest) -> str:
+        return "scratch"
+
+    task_tools.register(scratch, name="scratch_tool")
+    task_tools.unregister("scratch_tool")
+    return "toggled"

@@ -196,6 +196,20 @@ async def test_create_on_a_then_get_update_cancel_and_listen_on_b(cluster):
     }
 
 
+async def test_a_tool_list_change_on_a_reaches_a_listen_stream_on_b(cluster):
+    a, b = cluster["workers"]["A"], cluster["workers"]["B"]
+    async with httpx.AsyncClient(timeout=10) as client, Listen(client, b.url, {"toolsListChanged": True}) as stream:
+        assert (await stream.frame())["params"]["notifications"] == {"toolsListChanged": True}
+        started = time.monotonic()
+        assert (await rpc(client, a.url, "tools/call", {"name": "toggle_tool"}))["result"]["content"][0]["text"] == (
+            "toggled"
+        )
+        frame = await stream.frame()
+        FIGURES["list_changed_a_to_b_ms"] = round((time.monotonic() - started) * 1000, 1)
+        assert frame["method"] == "notifications/tools/list_changed"
+        assert frame["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": "live"}
+
+
 async def test_sigkill_of_the_owner_fails_the_task_after_its_lease(cluster):
     a, b = cluster["workers"]["A"], cluster["workers"]["B"]
     async with httpx.AsyncClient(timeout=10) as client:
