@@ -159,7 +159,7 @@ tasks_server = McpServer(
 )
 small_server = McpServer(
     tools=task_tools,
-    extension_plugins=[McpTasks(max=3, ttl_ms=400, poll_interval_ms=100)],
+    extension_plugins=[McpTasks(max=3, ttl_ms=1500, poll_interval_ms=100)],
     urls_namespace="mcp_small",
 )
 principal_server = McpServer(tools=task_tools, extension_plugins=[McpTasks()], auth=TokenAuth(), urls_namespace="mcp_p")

@@ -139,6 +139,11 @@ def notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
+def compact(members: dict[str, Any]) -> dict[str, Any]:
+    """A wire object without its absent optional members (None, or an empty tuple/list), in order."""
+    return {k: v for k, v in members.items() if v is not None and v != () and v != []}
+
+
 def dumps(obj: Any) -> str:
     """Compact JSON, one line: what the wire and every SSE ``data:`` line carry."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)

@@ -10,6 +10,7 @@ from typing import Any, TypedDict, TypeVar, Unpack, overload
 from django.core.exceptions import ImproperlyConfigured
 
 from ..protocol.errors import invalid_params
+from ..protocol.jsonrpc import compact
 from .handlers import first_parameter_takes_request
 from .registry import Registry
 from .tools import TOOL_NAME
@@ -29,13 +30,9 @@ class PromptArgument:
     title: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"name": self.name}
-        if self.title is not None:
-            wire["title"] = self.title
-        if self.description is not None:
-            wire["description"] = self.description
-        wire["required"] = self.required
-        return wire
+        return compact(
+            {"name": self.name, "title": self.title, "description": self.description, "required": self.required}
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,18 +49,16 @@ class Prompt:
     completers: Mapping[str, Completer] = field(default_factory=dict)
 
     def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"name": self.name}
-        if self.title is not None:
-            wire["title"] = self.title
-        if self.description is not None:
-            wire["description"] = self.description
-        if self.arguments:
-            wire["arguments"] = [a.to_wire() for a in self.arguments]
-        if self.icons:
-            wire["icons"] = list(self.icons)
-        if self.meta is not None:
-            wire["_meta"] = self.meta
-        return wire
+        return compact(
+            {
+                "name": self.name,
+                "title": self.title,
+                "description": self.description,
+                "arguments": [a.to_wire() for a in self.arguments],
+                "icons": list(self.icons),
+                "_meta": self.meta,
+            }
+        )
 
     def validate_arguments(self, arguments: Any) -> dict[str, str]:
         """The handler's keyword arguments; -32602 for a non-object, non-string values or missing ones."""

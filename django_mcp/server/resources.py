@@ -13,6 +13,7 @@ from urllib.parse import unquote
 
 from django.core.exceptions import ImproperlyConfigured
 
+from ..protocol.jsonrpc import compact
 from .handlers import first_parameter_takes_request
 from .prompts import Completer
 from .registry import Registry
@@ -21,37 +22,48 @@ F = TypeVar("F", bound=Callable[..., Any])
 _VARIABLE = re.compile(r"\{([A-Za-z0-9_]+)\}")
 
 
-@dataclass(frozen=True, eq=False)
-class Resource:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class _Described:
+    name: str
+    handler: Callable[..., Any]
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: Mapping[str, Any] | None = None
+    icons: tuple[Mapping[str, Any], ...] = ()
+    meta: Mapping[str, Any] | None = None
+
+    def _wire(self, address: dict[str, Any]) -> dict[str, Any]:
+        return compact(
+            {
+                **address,
+                "name": self.name,
+                "title": self.title,
+                "description": self.description,
+                "mimeType": self.mime_type,
+                "annotations": self.annotations,
+                "icons": list(self.icons),
+                "_meta": self.meta,
+            }
+        )
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Resource(_Described):
     """A resource at a fixed URI; ``handler(request)`` returns its contents."""
 
     uri: str
-    name: str
-    handler: Callable[..., Any]
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    annotations: Mapping[str, Any] | None = None
-    icons: tuple[Mapping[str, Any], ...] = ()
-    meta: Mapping[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return _describe(self, {"uri": self.uri})
+        """The ``Resource`` object of ``resources/list``."""
+        return self._wire({"uri": self.uri})
 
 
-@dataclass(frozen=True, eq=False)
-class ResourceTemplate:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ResourceTemplate(_Described):
     """Resources whose URIs fill ``{variables}``; ``handler(request, **variables)`` returns contents."""
 
     uri_template: str
-    name: str
-    handler: Callable[..., Any]
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    annotations: Mapping[str, Any] | None = None
-    icons: tuple[Mapping[str, Any], ...] = ()
-    meta: Mapping[str, Any] | None = None
     completers: Mapping[str, Completer] = field(default_factory=dict)
 
     @cached_property
@@ -71,24 +83,8 @@ class ResourceTemplate:
         return {k: unquote(v) for k, v in found.groupdict().items()} if found else None
 
     def to_wire(self) -> dict[str, Any]:
-        return _describe(self, {"uriTemplate": self.uri_template})
-
-
-def _describe(item: Resource | ResourceTemplate, wire: dict[str, Any]) -> dict[str, Any]:
-    wire["name"] = item.name
-    if item.title is not None:
-        wire["title"] = item.title
-    if item.description is not None:
-        wire["description"] = item.description
-    if item.mime_type is not None:
-        wire["mimeType"] = item.mime_type
-    if item.annotations is not None:
-        wire["annotations"] = item.annotations
-    if item.icons:
-        wire["icons"] = list(item.icons)
-    if item.meta is not None:
-        wire["_meta"] = item.meta
-    return wire
+        """The ``ResourceTemplate`` object of ``resources/templates/list``."""
+        return self._wire({"uriTemplate": self.uri_template})
 
 
 def resource_contents(uri: str, mime_type: str | None, value: Any) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from pydantic.json_schema import GenerateJsonSchema
 
 from ..protocol.errors import invalid_params
 from ..protocol.headers import ParamHeader, param_headers
+from ..protocol.jsonrpc import compact
 from .handlers import first_parameter_takes_request
 
 TaskSupport = Literal["forbidden", "optional", "required"]
@@ -82,22 +83,19 @@ class Tool:
 
     def to_wire(self) -> dict[str, Any]:
         """The ``Tool`` object of ``tools/list``. The input schema goes out exactly as declared."""
-        wire: dict[str, Any] = {"name": self.name}
-        if self.title is not None:
-            wire["title"] = self.title
-        if self.description is not None:
-            wire["description"] = self.description
-        wire["inputSchema"] = self.input_schema
-        if self.output_schema is not None:
-            wire["outputSchema"] = self.output_schema
-        if self.annotations is not None:
-            wire["annotations"] = self.annotations
-        if self.icons:
-            wire["icons"] = list(self.icons)
-        wire["execution"] = {"taskSupport": self.task_support}
-        if self.meta is not None:
-            wire["_meta"] = self.meta
-        return wire
+        return compact(
+            {
+                "name": self.name,
+                "title": self.title,
+                "description": self.description,
+                "inputSchema": self.input_schema,
+                "outputSchema": self.output_schema,
+                "annotations": self.annotations,
+                "icons": list(self.icons),
+                "execution": {"taskSupport": self.task_support},
+                "_meta": self.meta,
+            }
+        )
 
     def validate_arguments(self, arguments: Any) -> dict[str, Any]:
         """Check ``arguments`` against the input schema and return the handler's keyword arguments.
