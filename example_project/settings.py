@@ -83,15 +83,18 @@ def _databases() -> dict:
 
 DATABASES = _databases()
 
-if os.environ.get("REDIS_URL"):
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [os.environ["REDIS_URL"]]},
+def _channel_layers() -> dict:
+    if os.environ.get("REDIS_URL"):
+        return {
+            "default": {
+                "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+                "CONFIG": {"hosts": [os.environ["REDIS_URL"]]},
+            }
         }
-    }
-else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
+CHANNEL_LAYERS = _channel_layers()
 
 DJANGO_MCP = {
     "SERVER_NAME": "django-mcp-example",

@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from example_project.settings import _databases
+from example_project.settings import _channel_layers, _databases
 
 BASE_DIR = Path(__file__).resolve().parent
 
@@ -50,15 +50,7 @@ DATABASES = _databases()
 _TEST_SQLITE = os.environ.setdefault("DJANGO_MCP_TEST_SQLITE", str(BASE_DIR / f".test-db-{os.getpid()}.sqlite3"))
 DATABASES["default"]["TEST"] = {"NAME": _TEST_SQLITE} if DATABASES["default"]["ENGINE"].endswith("sqlite3") else {}
 
-if os.environ.get("REDIS_URL"):
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [os.environ["REDIS_URL"]]},
-        }
-    }
-else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+CHANNEL_LAYERS = _channel_layers()
 
 DJANGO_MCP = {
     "SERVER_NAME": "django-mcp-tests",
