@@ -69,7 +69,8 @@ def create(
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CAP_LOCK_KEY])
         Task.objects.expired(now).delete()  # the lazy sweep: expired tasks free their place
-        if Task.objects.count() >= max_tasks:
+        # Counting at most max_tasks rows keeps this O(max), not O(table), with many tasks stored.
+        if Task.objects.order_by()[:max_tasks].count() >= max_tasks:
             raise TaskLimitReached
         return Task.objects.create(
             tool=tool,
