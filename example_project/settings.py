@@ -83,6 +83,7 @@ def _databases() -> dict:
 
 DATABASES = _databases()
 
+
 def _channel_layers() -> dict:
     if os.environ.get("REDIS_URL"):
         return {

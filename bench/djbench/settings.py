@@ -1,0 +1,78 @@
+"""Bench-only settings: the django_mcp bench server and the Django floor view.
+
+Not the test settings. Switched by environment variables set by ``bench/run.py``:
+
+- ``BENCH_DB=sqlite`` (default; ``BENCH_SQLITE`` is the file) or ``BENCH_DB=postgres``
+  (``PGHOST``/``PGPORT``/``PGUSER``/``PGPASSWORD``/``PGDATABASE``, default 127.0.0.1:5432 postgres/test)
+- ``BENCH_REDIS=redis://...``: the Redis pub/sub channel layer (else the in-memory layer)
+- ``BENCH_POLL_MS``: the ``pollIntervalMs`` the tasks extension advertises (default 100)
+"""
+
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent
+
+SECRET_KEY = "django-mcp-bench-not-secret"  # noqa: S105
+DEBUG = False
+ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+
+INSTALLED_APPS = ["daphne", "django_mcp", "bench.djbench"]
+# No middleware, for django_mcp and for the floor alike: the figures are the library's own cost.
+MIDDLEWARE: list[str] = []
+ROOT_URLCONF = "bench.djbench.urls"
+ASGI_APPLICATION = "bench.djbench.asgi.application"
+
+if os.environ.get("BENCH_DB", "sqlite") == "postgres":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": os.environ.get("PGDATABASE", "test"),
+            "USER": os.environ.get("PGUSER", "postgres"),
+            "PASSWORD": os.environ.get("PGPASSWORD", ""),
+            "HOST": os.environ.get("PGHOST", "127.0.0.1"),
+            "PORT": os.environ.get("PGPORT", "5432"),
+            "CONN_MAX_AGE": 0,
+            # The README's production shape; the bench's tables live in their own schema.
+            "OPTIONS": {"pool": True, "options": "-c search_path=bench"},
+        }
+    }
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.environ.get("BENCH_SQLITE", str(BASE_DIR / "bench.sqlite3")),
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+
+if os.environ.get("BENCH_REDIS"):
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [os.environ["BENCH_REDIS"]]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+DJANGO_MCP = {
+    "SERVER_NAME": "bench-django-mcp",
+    "SERVER_VERSION": "0.1.0",
+    # The harness stops servers itself (SIGTERM, then SIGKILL after the memory scenario).
+    "SHUTDOWN_GRACE_SECONDS": 0,
+}
+SILENCED_SYSTEM_CHECKS = ["django_mcp.W005"]  # the in-memory layer outside DEBUG: one process is the point
+
+USE_TZ = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+}

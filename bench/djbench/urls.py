@@ -1,0 +1,42 @@
+"""``/mcp/``: the django_mcp bench server. ``/floor/``: a bare async view answering fixed bytes."""
+
+from __future__ import annotations
+
+import os
+
+from django.http import HttpRequest, HttpResponse
+from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
+
+from django_mcp import McpServer
+from django_mcp.tasks import McpTasks
+
+from .tools import tools
+
+server = McpServer(
+    tools=tools,
+    extension_plugins=[
+        McpTasks(max=2_000_000, ttl_ms=3_600_000, poll_interval_ms=int(os.environ.get("BENCH_POLL_MS", "100")))
+    ],
+    urls_namespace="bench_mcp",
+)
+
+# The bytes django_mcp answers to tasks/get for a completed bench task (same length and shape).
+FLOOR_BODY = (
+    b'{"jsonrpc":"2.0","id":1,"result":{"taskId":"0b9c6b53-5d3e-4a8e-9d56-1f1b8e6a2c41","status":"completed",'
+    b'"createdAt":"2026-12-02T16:00:00.000Z","lastUpdatedAt":"2026-12-02T16:00:00.001Z","ttlMs":3600000,'
+    b'"pollIntervalMs":100,"result":{"content":[{"type":"text","text":"done"}],"resultType":"complete"},'
+    b'"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":'
+    b'{"name":"bench-django-mcp","version":"0.1.0"}}}}'
+)
+
+
+@csrf_exempt
+async def floor(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(FLOOR_BODY, content_type="application/json")
+
+
+urlpatterns = [
+    path("mcp/", server.urls),
+    path("floor/", floor),
+]

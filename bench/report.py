@@ -1,0 +1,488 @@
+"""Turn a run's raw results.json into the summary (medians over rounds), the goals table with ratios,
+results.md and results.png (matplotlib, if installed). Run by bench/run.py; also by hand:
+
+    bench/.venvs/harness/bin/python bench/report.py bench/results/results.json
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+CLOSED = ("tools/call", "create", "tasks/get")
+DJ = ("django_mcp daphne sqlite", "django_mcp uvicorn sqlite", "django_mcp daphne pg", "django_mcp uvicorn pg")
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(statistics.median(present), 3) if present else None
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median over rounds of every figure, keyed 'target|scenario|concurrency|stored'."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for rec in records:
+        key = f"{rec['target']}|{rec['scenario']}|{rec.get('concurrency')}|{rec.get('stored')}"
+        groups[key].append(rec["result"])
+    summary: dict[str, Any] = {}
+    for key, results in groups.items():
+        ok = [r for r in results if not r.get("failed")]
+        entry: dict[str, Any] = {"rounds": len(results), "failed_rounds": len(results) - len(ok)}
+        entry["errors"] = sum(r.get("errors") or 0 for r in ok)
+        if ok and "rps" in ok[0] and "latency_ms" in ok[0]:
+            entry.update(
+                rps=_median([r["rps"] for r in ok]),
+                p50=_median([r["latency_ms"]["p50"] for r in ok]),
+                p99=_median([r["latency_ms"]["p99"] for r in ok]),
+                requests=sum(r["requests"] for r in ok),
+            )
+        elif ok and "lag_ms" in ok[0]:
+            entry.update(
+                unsupported=next((r["unsupported"] for r in ok if r.get("unsupported")), None),
+                tasks=sum(r.get("tasks") or 0 for r in ok),
+                total_p50=_median([r["total_ms"]["p50"] for r in ok]),
+                lag_p50=_median([r["lag_ms"]["p50"] for r in ok]),
+                lag_p99=_median([r["lag_ms"]["p99"] for r in ok]),
+                after_p50=_median([r.get("after_ms", {}).get("p50") for r in ok]),
+                after_p99=_median([r.get("after_ms", {}).get("p99") for r in ok]),
+                requests_per_task=_median([r.get("requests_per_task") for r in ok]),
+            )
+        elif ok and "cancel_seen_ms" in ok[0]:
+            entry.update(
+                samples=sum(r["samples"] for r in ok),
+                p50=_median([r["cancel_seen_ms"]["p50"] for r in ok]),
+                p99=_median([r["cancel_seen_ms"]["p99"] for r in ok]),
+                max=max((r["cancel_seen_ms"]["max"] or 0) for r in ok),
+            )
+        elif ok:
+            entry.update(ok[0])
+        if not ok:
+            entry["failed"] = results[0].get("failed")
+        summary[key] = entry
+    return summary
+
+
+class Figures:
+    def __init__(self, summary: dict[str, Any]) -> None:
+        self.s = summary
+
+    def get(self, target: str, scenario: str, concurrency: int | None, stored: int | None = None) -> dict[str, Any]:
+        return self.s.get(f"{target}|{scenario}|{concurrency}|{stored}", {})
+
+    def value(self, target: str, scenario: str, c: int | None, key: str, stored: int | None = None) -> float | None:
+        entry = self.get(target, scenario, c, stored)
+        return None if entry.get("errors") or entry.get("failed") else entry.get(key)
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a and b else None
+
+
+def goals(fig: Figures, conc: list[int], small: int, big: int, sleep_ms: int = 200) -> list[dict[str, Any]]:
+    """Each goal: what was compared, the ratios per concurrency, and whether it is met."""
+    rows: list[dict[str, Any]] = []
+
+    def throughput_goal(
+        goal: str,
+        scenario: str,
+        ours: str,
+        theirs: str,
+        need: float,
+        stored: int | None = None,
+        stored_theirs: int | None = None,
+    ) -> None:
+        ratios = [
+            _ratio(fig.value(ours, scenario, c, "rps", stored), fig.value(theirs, scenario, c, "rps", stored_theirs))
+            for c in conc
+        ]
+        present = [r for r in ratios if r is not None]
+        status = (
+            "n/a"
+            if not present
+            else (
+                "met"
+                if all(r >= need for r in present)
+                else ("partly" if any(r >= need for r in present) else "missed")
+            )
+        )
+        rows.append(
+            {
+                "goal": goal,
+                "compared": f"{ours} / {theirs} ({scenario} req/s)",
+                "measured": ", ".join(f"c={c}: {_fmt(r, 2)}×" for c, r in zip(conc, ratios, strict=True)),
+                "need": f"≥ {need}×",
+                "status": status,
+            }
+        )
+
+    get_stored = small
+    throughput_goal(
+        "tasks/get ≥ 1.5× fastmcp-tasks memory://",
+        "tasks/get",
+        "django_mcp uvicorn sqlite",
+        "fastmcp memory",
+        1.5,
+        get_stored,
+        get_stored,
+    )
+    throughput_goal(
+        "  (same, daphne)", "tasks/get", "django_mcp daphne sqlite", "fastmcp memory", 1.5, get_stored, get_stored
+    )
+    throughput_goal(
+        "tasks/get ≥ 3× fastmcp-tasks Redis",
+        "tasks/get",
+        "django_mcp uvicorn pg",
+        "fastmcp redis",
+        3.0,
+        get_stored,
+        get_stored,
+    )
+    throughput_goal(
+        "  (same, daphne)", "tasks/get", "django_mcp daphne pg", "fastmcp redis", 3.0, get_stored, get_stored
+    )
+    for ours, floor in (
+        ("django_mcp uvicorn sqlite", "floor uvicorn"),
+        ("django_mcp daphne sqlite", "floor daphne"),
+        ("django_mcp uvicorn pg", "floor uvicorn"),
+        ("django_mcp daphne pg", "floor daphne"),
+    ):
+        throughput_goal(
+            "tasks/get ≥ 50% of the Django floor" if "uvicorn sqlite" in ours else "  (same)",
+            "tasks/get",
+            ours,
+            floor,
+            0.5,
+            get_stored,
+            None,
+        )
+    throughput_goal(
+        "task creation ≥ 2× fastmcp-tasks memory://", "create", "django_mcp uvicorn sqlite", "fastmcp memory", 2.0
+    )
+    throughput_goal("  (PostgreSQL vs fastmcp-tasks Redis)", "create", "django_mcp uvicorn pg", "fastmcp redis", 2.0)
+    throughput_goal("plain tools/call ≥ 2× fastmcp", "tools/call", "django_mcp uvicorn sqlite", "fastmcp memory", 2.0)
+    throughput_goal(
+        "plain tools/call close to the official SDK (≥ 0.8×)", "tools/call", "django_mcp uvicorn sqlite", "mcp sdk", 0.8
+    )
+
+    # completion seen via listen
+    cells, values = [], []
+    for target in DJ:
+        entry = fig.get(target, "e2e listen", conc[0] if conc else None)
+        for key, entry in (
+            (c, fig.get(target, "e2e listen", c))
+            for c in sorted({int(k.split("|")[2]) for k in fig.s if k.startswith(f"{target}|e2e listen|")})
+        ):
+            if entry.get("after_p50") is not None:
+                values.append((key, entry["after_p50"]))
+                cells.append(
+                    f"{target.replace('django_mcp ', '')} c={key}: {_fmt(entry['after_p50'], 1)} ms "
+                    f"(lag {_fmt(entry.get('lag_p50'), 1)})"
+                )
+    ok = [v for c, v in values if c == min(c for c, _ in values)]
+    rows.append(
+        {
+            "goal": "completion seen via listen p50 ≤ 5 ms",
+            "compared": "notifications/tasks received − the task's lastUpdatedAt "
+            f"(lag = from tools/call, minus the {sleep_ms} ms)",
+            "measured": "; ".join(cells) or "–",
+            "need": "≤ 5 ms (lowest c)",
+            "status": "n/a"
+            if not ok
+            else ("met" if all(v <= 5 for v in ok) else ("partly" if any(v <= 5 for v in ok) else "missed")),
+        }
+    )
+
+    # 1M vs 1k
+    cells, worst = [], []
+    for target in ("django_mcp daphne pg", "django_mcp uvicorn pg"):
+        for c in conc:
+            r = _ratio(fig.value(target, "tasks/get", c, "p50", big), fig.value(target, "tasks/get", c, "p50", small))
+            if r is not None:
+                worst.append(r)
+                cells.append(f"{target.replace('django_mcp ', '')} c={c}: {_fmt(r, 2)}×")
+    rows.append(
+        {
+            "goal": f"tasks/get p50 at {big:,} within 1.2× of {small:,}",
+            "compared": f"p50 with {big:,} stored / p50 with {small:,} stored (PostgreSQL)",
+            "measured": ", ".join(cells) or "–",
+            "need": "≤ 1.2×",
+            "status": "n/a"
+            if not worst
+            else ("met" if all(r <= 1.2 for r in worst) else ("partly" if any(r <= 1.2 for r in worst) else "missed")),
+        }
+    )
+
+    # memory
+    for key, goal, need, limit in (
+        ("running_kb_per_task", "per running task ≤ 5 KB of worker memory", "≤ 5 KB", 5.0),
+        ("retained_kb_per_task", "retained tasks cost the worker nothing", "≈ 0 (≤ 0.1 KB/task)", 0.1),
+    ):
+        cells, dj_values = [], []
+        for target in (*DJ, "fastmcp memory", "fastmcp redis"):
+            entry = fig.get(target, "memory", None)
+            if entry.get(key) is not None:
+                count = entry.get("running_created" if key.startswith("running") else "retained_created")
+                cells.append(f"{target}: {_fmt(entry[key], 2)} KB ({count} tasks)")
+                if target in DJ:
+                    dj_values.append(entry[key])
+        rows.append(
+            {
+                "goal": goal,
+                "compared": "RSS growth of the worker / tasks",
+                "measured": "; ".join(cells) or "–",
+                "need": need,
+                "status": "n/a"
+                if not dj_values
+                else (
+                    "met"
+                    if all(v <= limit for v in dj_values)
+                    else ("partly" if any(v <= limit for v in dj_values) else "missed")
+                ),
+            }
+        )
+    return rows
+
+
+def markdown(data: dict[str, Any], summary: dict[str, Any], goal_rows: list[dict[str, Any]]) -> str:
+    meta, config = data["meta"], data["config"]
+    fig = Figures(summary)
+    conc = [int(c) for c in config["concurrency"]]
+    small, big = config["seed_small"], config["seed_big"]
+    targets = list(dict.fromkeys(r["target"] for r in data["records"]))
+    m = meta["machine"]
+    lines = [
+        f"# django-mcp benchmark ({meta['mode']} run)",
+        "",
+        f"- date: {meta['date']}; wall clock {meta['wall_clock_s']:.0f} s",
+        f"- machine: {m['nproc']} cores, {m['cpu']}; {m['platform']}; "
+        f"server pinned to core 0, load generator to core 1: {meta['pinned']}",
+        f"- git commit: `{meta['git_commit']}`"
+        + (
+            f" **plus uncommitted changes in django_mcp/** (source sha256 `{meta['django_mcp_source_sha256'][:16]}`)"
+            if meta["django_mcp_uncommitted_changes"]
+            else ""
+        ),
+        f"- versions: {', '.join(f'{k}={v}' for k, v in meta.get('versions', {}).items())}",
+        f"- medians of {config['rounds']} interleaved rounds; {config['measure_s']} s measured per point "
+        f"after {config['warmup_s']} s warm-up (at most {config['max_requests']} requests); "
+        f"pollIntervalMs {config['poll_interval_ms']}; `tasks/get` picks a random one of "
+        f"{config['get_sample']} stored task ids per request",
+        "",
+        "## Goals (ratios measured in this run)",
+        "",
+        "| goal | compared | measured | need | status |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in goal_rows:
+        lines.append(f"| {row['goal']} | {row['compared']} | {row['measured']} | {row['need']} | **{row['status']}** |")
+
+    def closed_table(title: str, scenario: str, stored: int | None, names: list[str]) -> None:
+        present = [t for t in names if any(fig.get(t, scenario, c, stored) for c in conc)]
+        if not present:
+            return
+        lines.extend(
+            [
+                "",
+                f"## {title}",
+                "",
+                "| target | " + " | ".join(f"c={c} req/s | p50 ms | p99 ms" for c in conc) + " |",
+                "| --- |" + " ---: | ---: | ---: |" * len(conc),
+            ]
+        )
+        for t in present:
+            cells = []
+            for c in conc:
+                e = fig.get(t, scenario, c, stored)
+                flag = " ⚠" if e.get("errors") or e.get("failed") else ""
+                cells += [_fmt(e.get("rps")) + flag, _fmt(e.get("p50"), 2), _fmt(e.get("p99"), 2)]
+            lines.append(f"| {t} | " + " | ".join(cells) + " |")
+
+    closed_table("tools/call of a sync echo tool", "tools/call", None, targets)
+    closed_table("task creation (tools/call answering a task handle)", "create", None, targets)
+    closed_table(f"tasks/get on an existing task, {small:,} stored (floor: fixed bytes)", "tasks/get", small, targets)
+    floor_rows = [t for t in targets if t.startswith("floor")]
+    if floor_rows:
+        closed_table(
+            "the Django floor: a bare async view answering the same bytes as tasks/get", "tasks/get", None, floor_rows
+        )
+    closed_table(f"tasks/get with {big:,} tasks stored (PostgreSQL)", "tasks/get", big, targets)
+    closed_table(f"task creation with {big:,} tasks stored (PostgreSQL)", "create", big, targets)
+
+    e2e = sorted(
+        {(k.split("|")[0], k.split("|")[1], k.split("|")[2]) for k in summary if "|e2e " in k},
+        key=lambda x: (targets.index(x[0]) if x[0] in targets else 99, x[1], int(x[2])),
+    )
+    if e2e:
+        lines.extend(
+            [
+                "",
+                f"## End to end: a {config['sleep_ms']} ms task, from tools/call until the client knows it finished",
+                "",
+                "| target | how | c | tasks | e2e p50 ms | lag p50 ms | lag p99 ms "
+                "| seen after finish p50 ms | p99 ms | requests/task |",
+                "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            ]
+        )
+        for t, scenario, c in e2e:
+            e = summary[f"{t}|{scenario}|{c}|None"]
+            if e.get("unsupported"):
+                lines.append(f"| {t} | {scenario[4:]} | {c} | – | {e['unsupported']} | | | | | |")
+                continue
+            trusted = t.startswith("django_mcp")  # fastmcp-tasks reports the time of the read as lastUpdatedAt
+            after = (_fmt(e.get("after_p50")), _fmt(e.get("after_p99"))) if trusted else ("n/a", "n/a")
+            lines.append(
+                f"| {t} | {scenario[4:]} | {c} | {e.get('tasks')} | {_fmt(e.get('total_p50'))} "
+                f"| {_fmt(e.get('lag_p50'))} | {_fmt(e.get('lag_p99'))} | {after[0]} | {after[1]} "
+                f"| {_fmt(e.get('requests_per_task'), 2)}" + (" ⚠" if e.get("errors") else "") + " |"
+            )
+    xw = [
+        (t, summary[f"{t}|cross-worker cancel|None|None"])
+        for t in targets
+        if f"{t}|cross-worker cancel|None|None" in summary
+    ]
+    if xw:
+        lines.extend(
+            [
+                "",
+                "## Cross-worker: create on worker A, tasks/cancel on worker B, "
+                "`cancelled` seen on B's listen stream (PG + Redis)",
+                "",
+                "| target | samples | p50 ms | p99 ms | max ms |",
+                "| --- | ---: | ---: | ---: | ---: |",
+            ]
+        )
+        for t, e in xw:
+            lines.append(
+                f"| {t} (2 workers) | {e.get('samples')} | {_fmt(e.get('p50'), 2)} | {_fmt(e.get('p99'), 2)} "
+                f"| {_fmt(e.get('max'), 2)} |"
+            )
+    mem = [(t, summary[f"{t}|memory|None|None"]) for t in targets if f"{t}|memory|None|None" in summary]
+    if mem:
+        lines.extend(
+            [
+                "",
+                "## Memory: RSS growth of one worker",
+                "",
+                "| target | retained tasks (2nd batch) | RSS growth MB | KB/task | (1st batch KB/task) | creates/s "
+                "| running tasks | RSS growth MB | KB/task | creates/s |",
+                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            ]
+        )
+        for t, e in mem:
+            if e.get("failed"):
+                lines.append(f"| {t} | failed: {e['failed'][:200]} | | | | | | | | |")
+                continue
+            rss = e.get("rss_kb") or [None] * 4
+            grow_r = (rss[2] - rss[1]) / 1024 if rss[1] and rss[2] else None
+            grow_w = (rss[3] - rss[2]) / 1024 if rss[2] and rss[3] else None
+            lines.append(
+                f"| {t} | {e.get('retained_created')} | {_fmt(grow_r)} | {_fmt(e.get('retained_kb_per_task'), 2)} | "
+                f"{_fmt(e.get('first_batch_kb_per_task'), 2)} | {_fmt(e.get('retained_create_rps'))} | "
+                f"{e.get('running_created')} | {_fmt(grow_w)} | {_fmt(e.get('running_kb_per_task'), 2)} "
+                f"| {_fmt(e.get('running_create_rps'))} |"
+            )
+    failures = [
+        f"- {k.replace('|None', '').replace('|', ' ')}: {v.get('failed') or ''} {v.get('errors') or ''} errors"
+        for k, v in summary.items()
+        if v.get("failed") or v.get("errors")
+    ]
+    if data.get("skipped") or data.get("notes") or failures:
+        lines.extend(["", "## Skipped, failed, notes", ""])
+        lines += [f"- skipped {k}: {v}" for k, v in data.get("skipped", {}).items()]
+        lines += [f"- {n}" for n in data.get("notes", [])]
+        lines += failures
+    lines.append("")
+    return "\n".join(lines)
+
+
+def chart(data: dict[str, Any], summary: dict[str, Any], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig = Figures(summary)
+    conc = [int(c) for c in data["config"]["concurrency"]]
+    small = data["config"]["seed_small"]
+    targets = list(dict.fromkeys(r["target"] for r in data["records"]))
+    panels = [
+        ("tools/call", None, "tools/call (sync echo)"),
+        ("create", None, "task creation"),
+        ("tasks/get", small, f"tasks/get ({small:,} stored; floor)"),
+    ]
+    figure, axes = plt.subplots(2, 3, figsize=(16, 9))
+    palette = plt.get_cmap("tab10")
+    colour = {t: palette(i % 10) for i, t in enumerate(targets)}
+    for col, (scenario, stored, title) in enumerate(panels):
+        for t in targets:
+            rows = [(c, fig.get(t, scenario, c, None if t.startswith("floor") else stored)) for c in conc]
+            rows = [(c, e) for c, e in rows if e.get("rps")]
+            if not rows:
+                continue
+            style = "--" if t.startswith(("floor", "fastmcp", "mcp")) else "-"
+            axes[0][col].plot(
+                [c for c, _ in rows], [e["rps"] for _, e in rows], style, marker="o", label=t, color=colour[t]
+            )
+            axes[1][col].plot(
+                [c for c, _ in rows], [e["p50"] for _, e in rows], style, marker="o", label=t, color=colour[t]
+            )
+        for row, label in ((0, "req/s (median of rounds)"), (1, "p50 latency, ms")):
+            ax = axes[row][col]
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(conc, [str(c) for c in conc])
+            ax.set_yscale("log")
+            ax.set_xlabel("concurrency")
+            ax.set_ylabel(label)
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0][col].set_title(title)
+    handles, labels = axes[0][2].get_legend_handles_labels()
+    more = {lab: h for ax in axes.flat for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)}
+    figure.legend(list(more.values()) or handles, list(more.keys()) or labels, loc="lower center", ncol=5, fontsize=9)
+    meta = data["meta"]
+    figure.suptitle(
+        f"django-mcp bench, {meta['date']}, {meta['machine']['nproc']} cores {meta['machine']['cpu']}, "
+        f"commit {meta['git_commit'][:10]}"
+    )
+    figure.tight_layout(rect=(0, 0.07, 1, 0.96))
+    figure.savefig(path, dpi=110)
+    return True
+
+
+def main() -> None:
+    raw = Path(sys.argv[1])
+    data = json.loads(raw.read_text())
+    summary = summarize(data["records"])
+    conc = [int(c) for c in data["config"]["concurrency"]]
+    config = data["config"]
+    goal_rows = goals(Figures(summary), conc, config["seed_small"], config["seed_big"], config["sleep_ms"])
+    data["summary"] = summary
+    data["goals"] = goal_rows
+    raw.write_text(json.dumps(data, indent=1, default=str))
+    md = markdown(data, summary, goal_rows)
+    (raw.parent / "results.md").write_text(md)
+    drew = chart(data, summary, raw.parent / "results.png")
+    print("\n| goal | measured | need | status |\n| --- | --- | --- | --- |")
+    for row in goal_rows:
+        print(f"| {row['goal']} | {row['measured']} | {row['need']} | {row['status']} |")
+    print(
+        f"\nwrote {raw.parent / 'results.md'}"
+        + (f", {raw.parent / 'results.png'}" if drew else " (no chart: matplotlib missing)")
+    )
+
+
+if __name__ == "__main__":
+    main()
