@@ -14,7 +14,7 @@ from functools import wraps
 from typing import Any, ParamSpec, TypeVar, cast
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections, connection, transaction
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from .models import ACTIVE, TERMINAL, Task, TaskStatus
@@ -29,11 +29,20 @@ _CAP_LOCK_KEY = 0x6D63707461736B  # "mcptask": serialises creation at the cap ac
 def _in_store_thread(fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
     @wraps(fn)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        close_old_connections()  # a connection that broke or aged since the last call
+        # A pooled or server connection is recycled around every call (Django's own rule, as for a
+        # request). A SQLite connection is a file handle whose reopening (and PRAGMAs) costs more
+        # than the query: each of the few store threads keeps its own.
+        recycle = connection.vendor != "sqlite"
+        if recycle:
+            close_old_connections()
         try:
             return fn(*args, **kwargs)
+        except DatabaseError:
+            connection.close()  # never reuse a connection that just failed
+            raise
         finally:
-            close_old_connections()
+            if recycle:
+                close_old_connections()
 
     return cast(Callable[P, Coroutine[Any, Any, R]], sync_to_async(run, thread_sensitive=False, executor=_executor))
 
