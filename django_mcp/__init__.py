@@ -14,9 +14,11 @@ or ``path("mcp/", McpServer(...).urls)`` for a server of your own.
 
 from __future__ import annotations
 
+from .endpoint import McpServer
 from .protocol.errors import McpJsonRpcError
 from .server.context import McpRequest
-from .server.extensions import ExtensionMethod, ExtensionPlugin, ListenSubscription
+from .server.definitions import DefinitionError
+from .server.extensions import ExtensionMethod, ExtensionPlugin, ExtensionResult, ListenSubscription
 from .server.listen import close_listen_streams
 from .server.mrtr import (
     ElicitAnswer,
@@ -34,15 +36,16 @@ from .server.prompts import Prompt, PromptArgument, PromptRegistry, prompt, prom
 from .server.registry import ToolRegistry, registry, tool
 from .server.resources import Resource, ResourceRegistry, ResourceTemplate, resource, resources
 from .server.results import ToolError
-from .server.server import McpServer
 from .server.tools import Tool
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DefinitionError",
     "ElicitAnswer",
     "ExtensionMethod",
     "ExtensionPlugin",
+    "ExtensionResult",
     "InputRequest",
     "ListenSubscription",
     "McpJsonRpcError",

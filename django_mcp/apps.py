@@ -10,4 +10,5 @@ class DjangoMcpConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
+        from . import checks  # noqa: F401  (registers the core's system checks)
+        from .tasks import checks as task_checks  # noqa: F401  (the tasks extension's checks and settings)

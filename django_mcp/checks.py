@@ -10,30 +10,31 @@ from django.conf import settings
 from django.core import checks
 from django.core.checks import CheckMessage, Error, Tags, register
 from django.utils.module_loading import import_string
-from pydantic import ValidationError
 
-from .conf import SETTINGS_NAME, validate_settings
+from .conf import SETTINGS_NAME, validate_settings, validation_errors
 
 
 @register(Tags.compatibility)
 def check_settings(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """E001 not a dict; E002 an invalid or unknown key; E003 AUTH not importable; W003 any Origin in production."""
+    """E001 not a dict; E002 an invalid or unknown key (of any section); E003 AUTH not importable;
+    W003 any Origin in production."""
     try:
-        mcp = validate_settings()
+        problems = validation_errors()
     except TypeError as exc:
         return [Error(str(exc), hint=f"Set {SETTINGS_NAME} = {{...}}.", id="django_mcp.E001")]
-    except ValidationError as exc:
+    if problems:
         return [
             Error(
-                f"{SETTINGS_NAME}[{'.'.join(str(p) for p in err['loc'])!r}]: {err['msg']}",
+                f"{SETTINGS_NAME}[{key!r}]: {message}",
                 hint="See the settings reference in django-mcp's README.",
                 obj=SETTINGS_NAME,
                 id="django_mcp.E002",
             )
-            for err in exc.errors()
+            for key, message in problems
         ]
+    mcp = validate_settings()
     messages: list[CheckMessage] = []
     if mcp.AUTH is not None:
         try:
@@ -46,15 +47,6 @@ def check_settings(
                     id="django_mcp.E003",
                 )
             )
-    if mcp.TASK_LEASE_RENEW_SECONDS >= mcp.TASK_LEASE_SECONDS:
-        messages.append(
-            Error(
-                f"{SETTINGS_NAME}['TASK_LEASE_RENEW_SECONDS'] ({mcp.TASK_LEASE_RENEW_SECONDS}) must be shorter than "
-                f"TASK_LEASE_SECONDS ({mcp.TASK_LEASE_SECONDS}).",
-                hint="Renew leases well within their length (e.g. a third of it), or live tasks are failed as orphans.",
-                id="django_mcp.E004",
-            )
-        )
     if "*" in mcp.ALLOWED_ORIGINS and not settings.DEBUG:
         messages.append(
             checks.Warning(
@@ -94,8 +86,21 @@ def check_sqlite(
 def check_asgi(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """W002: without ASGI there is no SSE streaming and no cancellation on disconnect."""
-    if getattr(settings, "ASGI_APPLICATION", None):
+    """W002: without ASGI there is no SSE streaming and no cancellation on disconnect;
+    E005: an ASGI_APPLICATION that cannot be imported (runserver would hang without listening)."""
+    path = getattr(settings, "ASGI_APPLICATION", None)
+    if path:
+        try:
+            import_string(path)
+        except Exception as exc:  # an asgi module may fail to import in any way
+            return [
+                Error(
+                    f"ASGI_APPLICATION = {path!r} cannot be imported: {type(exc).__name__}: {exc}",
+                    hint="Point it at the `application` of your project's asgi.py, e.g. 'mysite.asgi.application'.",
+                    obj="ASGI_APPLICATION",
+                    id="django_mcp.E005",
+                )
+            ]
         return []
     return [
         checks.Warning(
@@ -149,3 +154,47 @@ def check_persistent_connections(
         for alias, db in settings.DATABASES.items()
         if db.get("CONN_MAX_AGE") and getattr(settings, "ASGI_APPLICATION", None)
     ]
+
+
+@register(Tags.compatibility)
+def check_servers(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """E006: a tool option no extension of its server understands (or a bad value); plus each extension's checks."""
+    from django.urls import get_resolver
+
+    from .endpoint import servers
+
+    try:
+        get_resolver().url_patterns  # noqa: B018 - import the URLconf, which builds the servers
+    except Exception:  # Django's own URL checks report a broken URLconf
+        return []
+    messages: list[CheckMessage] = []
+    for server in list(servers):
+        tools = list(server.tools)
+        claimed = {name: validator for plugin in server.extension_plugins for name, validator in plugin.tool_options.items()}
+        for tool in tools:
+            for option, value in tool.extension_options.items():
+                validator = claimed.get(option)
+                problem = None
+                if validator is None:
+                    problem = f"option {option}={value!r} is not understood by any extension installed on {server!r}"
+                else:
+                    try:
+                        validator(value)
+                    except ValueError as exc:
+                        problem = f"option {option}: {exc}"
+                if problem is not None:
+                    messages.append(
+                        Error(
+                            f"Tool {tool.name!r}: {problem}.",
+                            hint="Install the extension that provides this option in "
+                            "McpServer(extension_plugins=[...]) (e.g. McpTasks() for task_support), "
+                            "or fix the option's name.",
+                            obj=tool.name,
+                            id="django_mcp.E006",
+                        )
+                    )
+        for plugin in server.extension_plugins:
+            messages += plugin.check(tools)
+    return messages

@@ -1,9 +1,17 @@
-"""The ``DJANGO_MCP`` settings dict: defaults, validation, and reload on ``setting_changed``."""
+"""The ``DJANGO_MCP`` settings dict: defaults, validation, and reload on ``setting_changed``.
+
+The core owns the keys of :class:`McpSettings`. An extension adds keys of its
+own to the same dict with :func:`settings_section` (the tasks extension's
+``TASK_*`` keys live in ``django_mcp/tasks/conf.py``); a key nobody claims is an
+error. Durations are seconds everywhere (Django's convention); the wire's
+milliseconds are computed where they go out.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -15,9 +23,11 @@ from .protocol.jsonrpc import describe_validation_error
 
 SETTINGS_NAME = "DJANGO_MCP"
 
+S = TypeVar("S", bound=BaseModel)
+
 
 class McpSettings(BaseModel):
-    """Every ``DJANGO_MCP`` key with its default. See the README's settings reference."""
+    """Every core ``DJANGO_MCP`` key with its default. See the README's settings reference."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -28,49 +38,105 @@ class McpSettings(BaseModel):
     SERVER_INFO_IN_META: bool = True
     ALLOWED_ORIGINS: tuple[str, ...] = ()
     MAX_REQUEST_BYTES: int = Field(default=4 * 1024 * 1024, gt=0)
-    CACHE_TTL_MS: int = Field(default=0, ge=0)
+    CACHE_TTL_SECONDS: float = Field(default=0, ge=0)
     CACHE_SCOPE: Literal["public", "private"] = "private"
     PAGE_SIZE: int = Field(default=50, ge=1, le=1000)
     AUTH: str | None = None
     WWW_AUTHENTICATE: str = Field(default="Bearer", min_length=1)
-    MRTR_STATE_MAX_AGE: int = Field(default=900, gt=0)
+    MRTR_STATE_MAX_AGE_SECONDS: int = Field(default=900, gt=0)
     LISTEN_KEEPALIVE_SECONDS: float = Field(default=15.0, gt=0)
     LISTEN_QUEUE_SIZE: int = Field(default=256, ge=1)
-    TASK_LEASE_SECONDS: float = Field(default=15.0, gt=0)
-    TASK_LEASE_RENEW_SECONDS: float = Field(default=5.0, gt=0)
     SHUTDOWN_GRACE_SECONDS: float = Field(default=10.0, ge=0)
     SHUTDOWN_SIGNALS: bool = True
-    TASK_FINAL_WRITE_RETRY_SECONDS: float = Field(default=60.0, ge=0)
+
+
+_sections: list[type[BaseModel]] = []
+_getters: list[Any] = []  # every cached getter, cleared together on setting_changed
 
 
 def _raw() -> Any:
     return getattr(settings, SETTINGS_NAME, {})
 
 
-def validate_settings() -> McpSettings:
-    """Parse ``settings.DJANGO_MCP``; raises ``ValidationError`` or ``TypeError``."""
+def _raw_dict() -> dict[str, Any]:
     raw = _raw()
     if not isinstance(raw, dict):
         raise TypeError(f"settings.{SETTINGS_NAME} must be a dict, not {type(raw).__name__}")
-    return McpSettings.model_validate(raw)
+    return raw
 
 
-@cache
-def get_settings() -> McpSettings:
-    """The validated settings (cached until a ``setting_changed`` for ``DJANGO_MCP``).
+def _claimed() -> set[str]:
+    return {key for model in _sections for key in model.model_fields}
 
-    Raises ``ImproperlyConfigured`` for invalid settings; ``manage.py check``
-    reports the same problem as ``django_mcp.E001``/``E002``.
+
+def _validate(model: type[S], raw: dict[str, Any]) -> S:
+    """Validate the keys ``model`` owns (the core model also gets every key nobody else claims)."""
+    if model is McpSettings:
+        claimed = _claimed()
+        return model.model_validate({k: v for k, v in raw.items() if k not in claimed})
+    return model.model_validate({k: v for k, v in raw.items() if k in model.model_fields})
+
+
+def validate_settings() -> McpSettings:
+    """Parse the core keys of ``settings.DJANGO_MCP``; raises ``ValidationError`` or ``TypeError``."""
+    return _validate(McpSettings, _raw_dict())
+
+
+def validate_all() -> list[BaseModel]:
+    """Parse every section (core first); raises the first ``ValidationError`` or ``TypeError``."""
+    raw = _raw_dict()
+    return [_validate(model, raw) for model in (McpSettings, *_sections)]
+
+
+def validation_errors() -> list[tuple[str, str]]:
+    """Every problem of ``settings.DJANGO_MCP`` as (key, message) pairs, for the system checks."""
+    raw = _raw_dict()
+    problems: list[tuple[str, str]] = []
+    for model in (McpSettings, *_sections):
+        try:
+            _validate(model, raw)
+        except ValidationError as exc:
+            problems += [(".".join(str(p) for p in err["loc"]), err["msg"]) for err in exc.errors()]
+    return problems
+
+
+def _getter(model: type[S]) -> Callable[[], S]:
+    @cache
+    def get() -> S:
+        try:
+            return _validate(model, _raw_dict())
+        except TypeError as exc:
+            raise ImproperlyConfigured(str(exc)) from None
+        except ValidationError as exc:
+            raise ImproperlyConfigured(f"Invalid settings.{SETTINGS_NAME}: {describe_validation_error(exc)}") from None
+
+    _getters.append(get)
+    return get
+
+
+def settings_section(model: type[S]) -> Callable[[], S]:
+    """Let an extension own the keys of ``model`` in ``DJANGO_MCP``; returns its cached getter.
+
+    The model should be frozen and forbid nothing (it only ever sees its own keys).
     """
-    try:
-        return validate_settings()
-    except TypeError as exc:
-        raise ImproperlyConfigured(str(exc)) from None
-    except ValidationError as exc:
-        raise ImproperlyConfigured(f"Invalid settings.{SETTINGS_NAME}: {describe_validation_error(exc)}") from None
+    if _claimed() & set(model.model_fields) or set(McpSettings.model_fields) & set(model.model_fields):
+        raise ImproperlyConfigured(f"{model.__name__} claims a {SETTINGS_NAME} key that is already owned")
+    _sections.append(model)
+    for get in _getters:
+        get.cache_clear()
+    return _getter(model)
+
+
+get_settings: Callable[[], McpSettings] = _getter(McpSettings)
+"""The validated core settings (cached until a ``setting_changed`` for ``DJANGO_MCP``).
+
+Raises ``ImproperlyConfigured`` for invalid settings; ``manage.py check``
+reports the same problem as ``django_mcp.E001``/``E002``.
+"""
 
 
 @receiver(setting_changed)
 def _reload(*, setting: str, **kwargs: Any) -> None:
     if setting == SETTINGS_NAME:
-        get_settings.cache_clear()
+        for get in _getters:
+            get.cache_clear()

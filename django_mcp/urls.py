@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .server.server import McpServer
+from .endpoint import McpServer
 
 default_server = McpServer()
 

@@ -21,24 +21,20 @@ from .protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
 from .protocol.jsonrpc import error_response, result_response
 from .protocol.ladder import Admitted, Rejection, admit
 from .server.context import McpRequest
-from .server.lifecycle import install_signal_handlers
+from .server.lifecycle import lifecycle
 from .server.listen import ListenStream
 
 if TYPE_CHECKING:
-    from .server.server import McpServer
+    from .endpoint import McpServer
 
 logger = logging.getLogger("django_mcp")
 
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 Outcome = tuple[dict[str, Any], int]  # a JSON-RPC response and its HTTP status
-_APIS: dict[int, NinjaAPI] = {}
 
 
 def build_api(server: McpServer) -> NinjaAPI:
-    """The NinjaAPI serving ``server`` (built once per server)."""
-    api = _APIS.get(id(server))
-    if api is not None:
-        return api
+    """The NinjaAPI serving ``server`` (the server builds it once)."""
     api = NinjaAPI(urls_namespace=server.urls_namespace, docs_url=None, openapi_url=None)
 
     @api.post("", auth=server.auth, include_in_schema=False)
@@ -63,7 +59,6 @@ def build_api(server: McpServer) -> NinjaAPI:
         response["WWW-Authenticate"] = get_settings().WWW_AUTHENTICATE
         return response
 
-    _APIS[id(server)] = api
     return api
 
 
@@ -107,7 +102,7 @@ def _read_body(request: HttpRequest, limit: int) -> bytes:
 async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBase:
     """Run the validation ladder over one POST, dispatch it, and answer JSON or SSE."""
     request.get_host()  # enforce ALLOWED_HOSTS (DNS rebinding) even without CommonMiddleware
-    install_signal_handlers()
+    lifecycle.install_signal_handlers()
     headers = {name.lower(): value for name, value in request.headers.items()}
     try:
         body = _read_body(request, get_settings().MAX_REQUEST_BYTES)
@@ -115,7 +110,7 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
             body,
             headers,
             origin_allowed=lambda origin: origin_allowed(origin, request),
-            name_params=server.name_params,
+            name_params=server.dispatcher.name_params,
         )
     except Rejection as rejection:
         return _error(rejection.error, rejection.request_id)
@@ -145,9 +140,10 @@ async def _respond(
         meta=admitted.meta,
         headers=headers,
         sink=notifications.put_nowait,
-        server=server,
+        namespace=server.urls_namespace,
     )
     work: asyncio.Future[Outcome | ListenStream] = asyncio.ensure_future(_outcome(server, context))
+    work.add_done_callback(lambda _: context.finish())
     first: asyncio.Future[dict[str, Any]] = asyncio.ensure_future(notifications.get())
     try:
         # Answer plain JSON unless the handler has something to say before it
@@ -176,7 +172,8 @@ def _sse(events: AsyncIterator[bytes]) -> StreamingHttpResponse:
 async def _outcome(server: McpServer, context: McpRequest) -> Outcome | ListenStream:
     """The JSON-RPC response for a request (result or error, never an exception), or a listen stream."""
     try:
-        result = await server.dispatch(context)
+        await server.started()
+        result = await server.dispatcher.dispatch(context)
         if isinstance(result, ListenStream):
             return result
         return result_response(context.id, result), 200

@@ -5,7 +5,20 @@ from typing import Any
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
-from django_mcp import ExtensionMethod, ExtensionPlugin, McpRequest, McpServer, ServerOptions
+from pydantic import StrictStr
+
+from django_mcp import (
+    ExtensionMethod,
+    ExtensionPlugin,
+    ExtensionResult,
+    McpRequest,
+    McpServer,
+    ServerOptions,
+    Tool,
+    ToolRegistry,
+)
+from django_mcp.server.extensions import ProceedToolCall
+from django_mcp.server.params import Params
 
 
 class TokenAuth(HttpBearer):
@@ -20,29 +33,62 @@ class TokenAuth(HttpBearer):
 bearer_server = McpServer(auth=TokenAuth(), urls_namespace="mcp_bearer")
 
 
+class SayParams(Params):
+    text: StrictStr
+
+
+def _shout_option(value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError("must be True or False")
+
+
 class EchoExtension(ExtensionPlugin):
-    """A minimal extension: proves the plugin interface without the tasks code."""
+    """A second extension: proves the plugin interface without the tasks code.
+
+    It serves two methods with typed params, claims a tool option (``shout``)
+    that it advertises per tool and applies by wrapping ``tools/call``.
+    """
 
     identifier = "com.example/echo"
+    tool_options = {"shout": _shout_option}
 
-    def capability(self, request: HttpRequest) -> dict[str, Any]:
+    def capability(self, request: McpRequest) -> dict[str, Any]:
         return {"maxLength": 100}
 
     def methods(self) -> dict[str, ExtensionMethod]:
         return {
-            "echo/say": ExtensionMethod(self.say, name_param="text"),
-            "echo/open": ExtensionMethod(self.say, requires_declaration=False),
+            "echo/say": ExtensionMethod(self.say, SayParams, name_param="text"),
+            "echo/open": ExtensionMethod(self.say, SayParams, requires_declaration=False),
         }
 
-    def enabled(self, request: HttpRequest) -> bool:
-        return request.headers.get("X-Beta") != "off"
+    def enabled(self, request: McpRequest) -> bool:
+        return request.headers.get("x-beta") != "off"
 
-    async def say(self, request: McpRequest) -> dict[str, Any]:
-        return {"echoed": request.params.get("text")}
+    def decorate_tool(self, tool: Tool, wire: dict[str, Any]) -> None:
+        if tool.extension_options.get("shout"):
+            wire.setdefault("_meta", {})["com.example/echo/shout"] = True
+
+    async def call_tool(self, request: McpRequest, tool: Tool, proceed: ProceedToolCall) -> Any:
+        value = await proceed(request)
+        if tool.extension_options.get("shout") and isinstance(value, str):
+            return ExtensionResult({"content": [{"type": "text", "text": value.upper()}]})
+        return value
+
+    async def say(self, request: McpRequest, params: SayParams) -> dict[str, Any]:
+        return {"echoed": params.text}
+
+
+echo_tools = ToolRegistry(name="echo-ext")
+
+
+@echo_tools.register(shout=True)
+def greet(request: McpRequest, name: str) -> str:
+    return f"hello {name}"
 
 
 extension_server = McpServer(
-    ServerOptions(name="ext-server", cache_ttl_ms=60_000, cache_scope="public"),
+    ServerOptions(name="ext-server", cache_ttl_seconds=60, cache_scope="public"),
+    tools=echo_tools,
     extension_plugins=[EchoExtension()],
     urls_namespace="mcp_ext",
 )

@@ -6,7 +6,16 @@ import asyncio
 from typing import Any
 
 from django_mcp import McpJsonRpcError, McpRequest, McpServer, ToolRegistry, elicit
-from django_mcp.tasks import McpTasks, TaskContext, can_create_task, mcp_task
+from django_mcp.endpoint import servers
+from django_mcp.tasks import (
+    McpTasks,
+    TaskContext,
+    TaskRequest,
+    astart_task,
+    can_create_task,
+    current_task,
+    start_task,
+)
 from tests.servers import TokenAuth
 
 task_tools = ToolRegistry(name="tasks")
@@ -14,7 +23,7 @@ EVENTS: dict[str, Any] = {}
 FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 
-@task_tools.register(task_support="optional")
+@task_tools.register(task_support="optional", run_body_as_task=False)
 async def quick(request: McpRequest, text: str = "done") -> Any:
     if not can_create_task(request):
         return f"sync:{text}"
@@ -22,7 +31,49 @@ async def quick(request: McpRequest, text: str = "done") -> Any:
     async def run(task: TaskContext) -> str:
         return f"task:{text}"
 
-    return await mcp_task(request, run=run, status_message="Queued")
+    return await astart_task(request, run=run, status_message="Queued")
+
+
+# -- the declarative form: the body itself runs as the task -------------------------------
+
+
+@task_tools.register(task_support="optional")
+async def declared(request: TaskRequest, text: str = "x") -> str:
+    task = current_task(request)
+    if task is not None:
+        await task.aupdate(f"working on {text}")
+        answers = await request.aask({"ok": elicit("Go on?", FORM)})  # parks the task in input_required
+        return f"task {task.id}: {text} {answers['ok'].action}"
+    return f"inline: {text}"
+
+
+@task_tools.register(task_support="optional")
+def declared_sync(request: TaskRequest, text: str = "x") -> str:
+    """A plain def body runs in a thread, as the task too (sync twins of update and input)."""
+    if request.task is not None:
+        request.task.update(f"sync working on {text}")
+        answers = request.task.request_input({"ok": elicit("Go on?", FORM)})
+        return f"sync task: {text} {answers['ok'].action}"
+    return f"sync inline: {text}"
+
+
+@task_tools.register(task_support="optional", run_body_as_task=False)
+def sync_starts_a_task(request: McpRequest) -> Any:
+    """A sync handler with a plain def run: never stuck in working."""
+
+    def run(task: TaskContext) -> str:
+        task.update("in a thread")
+        return "ran in a thread"
+
+    return start_task(request, run=run)
+
+
+@task_tools.register(task_support="optional", run_body_as_task=False)
+async def wrong_run(request: McpRequest) -> Any:
+    async def run(task: TaskContext) -> str:
+        return "never"
+
+    return await astart_task(request, run=run(None))  # type: ignore[arg-type]  # a coroutine, not a function
 
 
 @task_tools.register(task_support="optional")
@@ -30,10 +81,10 @@ async def slow(request: McpRequest, seconds: float = 30, steps: int = 3) -> Any:
     async def run(task: TaskContext) -> str:
         for step in range(1, steps + 1):
             await asyncio.sleep(seconds / steps)
-            await task.update(f"Step {step}/{steps}")
+            await task.aupdate(f"Step {step}/{steps}")
         return "slept"
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @task_tools.register(task_support="optional")
@@ -49,26 +100,26 @@ async def stubborn(request: McpRequest) -> Any:
             EVENTS["stubborn"] = f"cancelled, signal={task.cancelled}"
             raise
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @task_tools.register(task_support="optional")
 async def asks_twice(request: McpRequest) -> Any:
     async def run(task: TaskContext) -> str:
-        first = await task.request_input({"confirm": elicit("Sure?", FORM)})
-        second = await task.request_input({"confirm": elicit("Really sure?", FORM)})
+        first = await task.arequest_input({"confirm": elicit("Sure?", FORM)})
+        second = await task.arequest_input({"confirm": elicit("Really sure?", FORM)})
         return f"{first['confirm'].content} then {second['confirm'].content}"
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @task_tools.register(task_support="optional")
 async def two_keys(request: McpRequest) -> Any:
     async def run(task: TaskContext) -> str:
-        answers = await task.request_input({"a": elicit("A?", FORM), "b": elicit("B?", FORM)})
+        answers = await task.arequest_input({"a": elicit("A?", FORM), "b": elicit("B?", FORM)})
         return f"a={answers['a'].action} b={answers['b'].action}"
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @task_tools.register(task_support="optional")
@@ -76,10 +127,10 @@ async def asks_sampling(request: McpRequest) -> Any:
     from django_mcp import sample
 
     async def run(task: TaskContext) -> str:
-        await task.request_input({"q": sample([], max_tokens=5)})
+        await task.arequest_input({"q": sample([], max_tokens=5)})
         return "unreachable without sampling"
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @task_tools.register(task_support="optional")
@@ -87,7 +138,7 @@ async def task_boom(request: McpRequest) -> Any:
     async def run(task: TaskContext) -> str:
         raise RuntimeError("kaput")
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @task_tools.register(task_support="optional")
@@ -95,7 +146,7 @@ async def task_rpc_error(request: McpRequest) -> Any:
     async def run(task: TaskContext) -> str:
         raise McpJsonRpcError(-32042, "Quota exceeded", {"quota": 3})
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @task_tools.register(
@@ -106,7 +157,7 @@ async def task_bad_output(request: McpRequest) -> Any:
     async def run(task: TaskContext) -> dict:
         return {"n": "not a number"}
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @task_tools.register(task_support="required")
@@ -116,10 +167,10 @@ async def only_as_task(request: McpRequest) -> Any:
     async def run(task: TaskContext) -> str:
         return "ok"
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
-@task_tools.register
+@task_tools.register(task_support="optional", run_body_as_task=False)
 async def progress_then_task(request: McpRequest) -> Any:
     reported = asyncio.Event()
 
@@ -128,17 +179,17 @@ async def progress_then_task(request: McpRequest) -> Any:
         reported.set()
         return "ok"
 
-    handle = await mcp_task(request, run=run)
+    handle = await astart_task(request, run=run)
     await asyncio.wait_for(reported.wait(), 5)  # the run reported before the handle goes out
     return handle
 
 
-@task_tools.register
+@task_tools.register(task_support="optional", run_body_as_task=False)
 async def non_json_result(request: McpRequest) -> Any:
     async def run(task: TaskContext) -> dict:
         return {"content": [{"type": "text", "text": "x"}], "structuredContent": {"when": object()}}
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @task_tools.register
@@ -153,23 +204,25 @@ def tenant(request: McpRequest) -> str:
 tasks_server = McpServer(
     tools=task_tools,
     extension_plugins=[
-        McpTasks(ttl_ms=60_000, poll_interval_ms=250, bind=tenant, enabled=lambda r: r.headers.get("X-Tasks") != "off")
+        McpTasks(
+            ttl_seconds=60, poll_interval_seconds=0.25, bind=tenant, enabled=lambda r: r.headers.get("x-tasks") != "off"
+        )
     ],
     urls_namespace="mcp_tasks",
 )
 small_server = McpServer(
     tools=task_tools,
-    extension_plugins=[McpTasks(max=3, ttl_ms=1500, poll_interval_ms=100)],
+    extension_plugins=[McpTasks(max_tasks=3, ttl_seconds=1.5, poll_interval_seconds=0.1)],
     urls_namespace="mcp_small",
 )
 principal_server = McpServer(tools=task_tools, extension_plugins=[McpTasks()], auth=TokenAuth(), urls_namespace="mcp_p")
-cap_server = McpServer(tools=task_tools, extension_plugins=[McpTasks(max=25, ttl_ms=120_000)], urls_namespace="mcp_cap")
+cap_server = McpServer(tools=task_tools, extension_plugins=[McpTasks(max_tasks=25, ttl_seconds=120)], urls_namespace="mcp_cap")
 
 
-@task_tools.register(task_support="required")
+@task_tools.register(task_support="required", run_body_as_task=False)
 async def ask_then_task(request: McpRequest) -> Any:
     """MRTR rounds first, synchronously; only then the task."""
-    answers = await request.ask(
+    answers = await request.aask(
         {"name": elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})}
     )
     name = (answers["name"].content or {}).get("name")
@@ -177,7 +230,7 @@ async def ask_then_task(request: McpRequest) -> Any:
     async def run(task: TaskContext) -> str:
         return f"Hello {name}"
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @task_tools.register
@@ -190,3 +243,11 @@ async def toggle_tool(request: McpRequest) -> str:
     task_tools.register(scratch, name="scratch_tool")
     task_tools.unregister("scratch_tool")
     return "toggled"
+
+
+async def stop_all_tasks() -> None:
+    """Stop every task runner of every server in this process (between tests)."""
+    for server in list(servers):
+        for plugin in server.extension_plugins:
+            if isinstance(plugin, McpTasks):
+                await plugin.shutdown(0)

@@ -281,9 +281,17 @@ class CheckAsgiTestCase(SimpleTestCase):
             del settings.ASGI_APPLICATION
             assert ids(check_asgi(None)) == ["django_mcp.W002"]
 
-    @override_settings(ASGI_APPLICATION="myproject.asgi.application")
+    @override_settings(ASGI_APPLICATION="tests.asgi.application")
     def test_set_is_clean(self):
         assert check_asgi(None) == []
+
+    @override_settings(ASGI_APPLICATION="myproject.asgi.application")
+    def test_e005_an_application_that_cannot_be_imported(self):
+        # runserver would hang without listening; check says so instead.
+        (error,) = check_asgi(None)
+        assert error.id == "django_mcp.E005"
+        assert error.obj == "ASGI_APPLICATION"
+        assert "'myproject.asgi.application' cannot be imported: ModuleNotFoundError" in error.msg
 
 
 class _BrokenModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -4,7 +4,10 @@ import pytest
 from django.core import checks
 from django.test import SimpleTestCase, override_settings
 
-from django_mcp.checks import check_channel_layer, check_persistent_connections, check_settings
+from django_mcp import McpServer, ToolRegistry
+from django_mcp.checks import check_channel_layer, check_persistent_connections, check_servers, check_settings
+from django_mcp.tasks import McpTasks
+from django_mcp.tasks.checks import check_task_settings
 
 REDIS = {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer"}}
 MEMORY = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
@@ -38,15 +41,67 @@ class ChannelLayerChecks(SimpleTestCase):
 class LeaseChecks(SimpleTestCase):
     @override_settings(DJANGO_MCP={"TASK_LEASE_SECONDS": 10, "TASK_LEASE_RENEW_SECONDS": 10})
     def test_e004_renewal_not_shorter_than_the_lease(self):
-        assert ids(check_settings()) == ["django_mcp.E004"]
+        assert ids(check_task_settings()) == ["django_mcp.E004"]
+        assert check_settings() == []  # the core knows nothing of leases
 
     @override_settings(DJANGO_MCP={"TASK_LEASE_SECONDS": 10, "TASK_LEASE_RENEW_SECONDS": 3})
     def test_sane_lease(self):
         assert check_settings() == []
+        assert check_task_settings() == []
 
     @override_settings(DJANGO_MCP={"TASK_LEASE_SECONDS": 0})
     def test_non_positive_lease_is_e002(self):
-        assert ids(check_settings()) == ["django_mcp.E002"]
+        # The tasks section's keys are validated by the same settings check as the core's.
+        [error] = check_settings()
+        assert error.id == "django_mcp.E002" and "TASK_LEASE_SECONDS" in error.msg
+
+    @override_settings(DJANGO_MCP={"TASK_LEASE_SECOND": 3})
+    def test_a_key_nobody_claims_is_e002(self):
+        [error] = check_settings()
+        assert error.id == "django_mcp.E002" and "TASK_LEASE_SECOND" in error.msg
+
+
+def _server_errors(server):
+    return [m for m in check_servers() if m.obj in {t.name for t in server.tools}]
+
+
+class ServerChecks(SimpleTestCase):
+    def test_e006_task_tool_on_a_server_without_the_tasks_plugin(self):
+        tools = ToolRegistry(name="e006")
+        tools.register(lambda request: "x", name="needs_tasks", task_support="required")
+        server = McpServer(tools=tools, urls_namespace="e006")
+        [error] = _server_errors(server)
+        assert error.id == "django_mcp.E006"
+        assert "task_support='required' is not understood by any extension installed on <McpServer 'e006'>" in error.msg
+        assert "McpTasks()" in error.hint
+
+    def test_e006_a_bad_value_for_an_option_the_plugin_claims(self):
+        tools = ToolRegistry(name="e006b")
+        tools.register(lambda request: "x", name="sometimes", task_support="sometimes")
+        server = McpServer(tools=tools, extension_plugins=[McpTasks()], urls_namespace="e006b")
+        [error] = _server_errors(server)
+        assert error.id == "django_mcp.E006" and "task_support must be one of" in error.msg
+
+    def test_a_task_tool_with_the_plugin_is_clean(self):
+        tools = ToolRegistry(name="e006c")
+        tools.register(lambda request: "x", name="fine", task_support="optional", run_body_as_task=False)
+        server = McpServer(tools=tools, extension_plugins=[McpTasks()], urls_namespace="e006c")
+        assert _server_errors(server) == []
+
+    @override_settings(CHANNEL_LAYERS={})
+    def test_w006_tasks_without_a_channel_layer(self):
+        McpServer(tools=ToolRegistry(name="w006"), extension_plugins=[McpTasks()], urls_namespace="w006")
+        warnings = [m for m in check_servers() if m.id == "django_mcp.W006" and m.obj == "w006"]
+        assert len(warnings) == 1 and "CHANNEL_LAYERS" in warnings[0].hint
+
+    def test_e007_tasks_plugin_without_the_app(self):
+        from django.apps import apps
+        from django.core.exceptions import ImproperlyConfigured
+
+        with self.modify_settings(INSTALLED_APPS={"remove": ["django_mcp"]}):
+            assert not apps.is_installed("django_mcp")
+            with pytest.raises(ImproperlyConfigured, match=r"django_mcp\.E007"):
+                McpTasks()
 
 
 @pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")

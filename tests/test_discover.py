@@ -29,7 +29,7 @@ async def test_discover_lists_versions_capabilities_and_caching(async_client):
         "SERVER_VERSION": "2.0",
         "SERVER_TITLE": "Renamed",
         "INSTRUCTIONS": "Use add.",
-        "CACHE_TTL_MS": 5000,
+        "CACHE_TTL_SECONDS": 5,
         "CACHE_SCOPE": "public",
     }
 )

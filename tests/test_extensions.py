@@ -83,7 +83,7 @@ def test_plugins_need_unique_identifiers_and_methods():
         identifier = "com.example/clash"
 
         def methods(self):
-            async def handler(request):
+            async def handler(request, params):
                 return {}
 
             return {"tools/list": ExtensionMethod(handler)}
@@ -92,3 +92,36 @@ def test_plugins_need_unique_identifiers_and_methods():
         McpServer(extension_plugins=[Nameless()])
     with pytest.raises(ValueError, match="tools/list"):
         McpServer(extension_plugins=[Clash()])
+
+
+async def test_extension_tool_option_decorates_the_tool_list(async_client):
+    tools = (await call(async_client, "tools/list", path="/mcp-ext/"))["result"]["tools"]
+    assert tools[0]["_meta"] == {"com.example/echo/shout": True}
+    off = (await call(async_client, "tools/list", path="/mcp-ext/", headers={"X-Beta": "off"}))["result"]["tools"]
+    assert "_meta" not in off[0]  # a plugin disabled for the request adds nothing
+
+
+async def test_extension_wraps_tools_call(async_client):
+    result = (await call(async_client, "tools/call", {"name": "greet", "arguments": {"name": "ada"}}, path="/mcp-ext/",
+                         headers={"Mcp-Name": "greet"}))["result"]
+    assert result["content"] == [{"type": "text", "text": "HELLO ADA"}]
+    plain = (await call(async_client, "tools/call", {"name": "greet", "arguments": {"name": "ada"}}, path="/mcp-ext/",
+                        headers={"Mcp-Name": "greet", "X-Beta": "off"}))["result"]
+    assert plain["content"] == [{"type": "text", "text": "hello ada"}]
+
+
+async def test_extension_method_params_are_validated_before_the_handler(async_client):
+    body = request_body("echo/open", {"text": 5})
+    response = await post(async_client, body, path="/mcp-ext/")
+    assert response.status_code == 400
+    error = json.loads(response.content)["error"]
+    assert error["code"] == -32602 and "text" in error["message"]
+
+
+def test_a_plugin_serves_one_server():
+    from tests.servers import EchoExtension
+
+    plugin = EchoExtension()
+    McpServer(extension_plugins=[plugin], urls_namespace="one")
+    with pytest.raises(ValueError, match="already installed"):
+        McpServer(extension_plugins=[plugin], urls_namespace="two")

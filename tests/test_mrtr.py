@@ -165,7 +165,7 @@ async def test_expired_state_is_rejected(async_client, settings):
     with mock.patch.object(time, "time", return_value=time.time() - 1000):
         expired = signing.dumps(payload, salt="django_mcp.mrtr.request-state", compress=True)
     assert old.unsign_object(expired)  # still a valid signature
-    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "MRTR_STATE_MAX_AGE": 60}
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "MRTR_STATE_MAX_AGE_SECONDS": 60}
     response = await post(
         async_client,
         request_body(

@@ -21,7 +21,7 @@ class TestMcpSettingsModel:
             "SERVER_INFO_IN_META": True,
             "ALLOWED_ORIGINS": (),
             "MAX_REQUEST_BYTES": 4 * 1024 * 1024,
-            "CACHE_TTL_MS": 0,
+            "CACHE_TTL_SECONDS": 0,
             "CACHE_SCOPE": "private",
             "PAGE_SIZE": 50,
             "AUTH": None,
@@ -61,8 +61,8 @@ class TestMcpSettingsModel:
         cases = [
             ("PAGE_SIZE", 1),
             ("PAGE_SIZE", 1000),
-            ("CACHE_TTL_MS", 0),
-            ("CACHE_TTL_MS", 3_600_000),
+            ("CACHE_TTL_SECONDS", 0),
+            ("CACHE_TTL_SECONDS", 3600),
             ("MAX_REQUEST_BYTES", 1),
             ("CACHE_SCOPE", "public"),
             ("CACHE_SCOPE", "private"),
@@ -81,7 +81,7 @@ class TestMcpSettingsModel:
             ("PAGE_SIZE", 0, "greater_than_equal"),
             ("PAGE_SIZE", 1001, "less_than_equal"),
             ("PAGE_SIZE", "many", "int_parsing"),
-            ("CACHE_TTL_MS", -1, "greater_than_equal"),
+            ("CACHE_TTL_SECONDS", -1, "greater_than_equal"),
             ("MAX_REQUEST_BYTES", 0, "greater_than"),
             ("MAX_REQUEST_BYTES", -5, "greater_than"),
             ("CACHE_SCOPE", "shared", "literal_error"),
@@ -151,9 +151,9 @@ class TestGetSettings:
         assert after.PAGE_SIZE == 3
         assert after == before
 
-    @override_settings(DJANGO_MCP={"CACHE_TTL_MS": 1234, "CACHE_SCOPE": "public"})
+    @override_settings(DJANGO_MCP={"CACHE_TTL_SECONDS": 1.5, "CACHE_SCOPE": "public"})
     def test_override_settings_as_decorator(self):
-        assert get_settings().CACHE_TTL_MS == 1234
+        assert get_settings().CACHE_TTL_SECONDS == 1.5
         assert get_settings().CACHE_SCOPE == "public"
 
     def test_nested_overrides(self):

@@ -13,9 +13,8 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from django_mcp.models import Task
-from django_mcp.tasks import EXTENSION_ID, TasksUnavailable, mcp_task
-from django_mcp.tasks import runner as task_runner
-from tests.task_servers import EVENTS
+from django_mcp.tasks import EXTENSION_ID, astart_task
+from tests.task_servers import stop_all_tasks, EVENTS
 from tests.wire import assert_wire, post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -30,7 +29,7 @@ TASK_FIELDS = {"taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt"
 async def _stop_tasks():
     EVENTS.clear()
     yield
-    await task_runner.stop_all()
+    await stop_all_tasks()
 
 
 CLIENT = {"elicitation": {}, **EXT}  # what the tests' client declares unless told otherwise
@@ -121,30 +120,26 @@ async def test_disabled_predicate_refuses_everything_tasks(async_client):
     body = await rpc(async_client, "tasks/get", {"taskId": created["taskId"]}, headers=off, status=404)
     assert error_of(body)["code"] == -32601
     assert (await create(async_client, "quick", {"text": "y"}, headers=off))["content"][0]["text"] == "sync:y"
-    refused = await create(async_client, "slow", headers=off)
-    assert refused["isError"] is True
-    assert "disabled for this request" in refused["content"][0]["text"]
+    inline = await create(async_client, "slow", {"seconds": 0.03}, headers=off)
+    assert inline["content"][0]["text"] == "slept"  # no task here: the body ran in the request
 
 
-async def test_mcp_task_without_the_plugin_raises_a_clear_error():
+async def test_start_task_without_the_plugin_runs_the_body_in_the_request():
     from django.test import RequestFactory
 
-    from django_mcp import McpRequest, McpServer
+    from django_mcp import McpRequest
     from django_mcp.protocol.jsonrpc import RequestMeta
 
     meta = RequestMeta.model_validate(
         {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": EXT}
     )
-    request = McpRequest(
-        RequestFactory().post("/"),
-        request_id=1,
-        method="tools/call",
-        params={"name": "x"},
-        meta=meta,
-        server=McpServer(),
-    )
-    with pytest.raises(TasksUnavailable, match="not installed"):
-        await mcp_task(request, run=lambda task: asyncio.sleep(0))
+    request = McpRequest(RequestFactory().post("/"), request_id=1, method="tools/call", params={"name": "x"}, meta=meta)
+
+    async def run(task):
+        await task.aupdate("inline")
+        return f"ran inline, cancelled={task.cancelled}, id={task.id}"
+
+    assert await astart_task(request, run=run) == "ran inline, cancelled=False, id=None"
 
 
 # -- the handle and polling ----------------------------------------------------------------
@@ -450,3 +445,49 @@ async def test_cancel_racing_completion_ends_in_one_terminal_state(async_client)
     assert [f["status"] for f in finals] == [a["status"] for a in again]
     for final in again:
         assert ("result" in final) == (final["status"] == "completed")
+
+
+# -- the declarative form, sync bodies, runs of the wrong kind ---------------------------------
+
+
+async def test_declared_body_runs_as_the_task_and_asks_through_it(async_client):
+    handle = await create(async_client, "declared", {"text": "doc"})
+    assert handle["resultType"] == "task"
+    parked = await wait_for(async_client, handle["taskId"], "input_required")
+    assert parked["statusMessage"] == "working on doc"
+    assert list(parked["inputRequests"]) == ["ok"]
+    await rpc(async_client, "tasks/update", {"taskId": handle["taskId"], "inputResponses": {"ok": {"action": "accept"}}},
+              status=200)
+    done = await wait_for(async_client, handle["taskId"], "completed")
+    assert done["result"]["content"][0]["text"] == f"task {handle['taskId']}: doc accept"
+
+
+async def test_declared_body_runs_in_the_request_for_a_non_declaring_client(async_client):
+    result = await create(async_client, "declared", {"text": "doc"}, caps={})
+    assert result["content"] == [{"type": "text", "text": "inline: doc"}]
+
+
+async def test_a_sync_body_runs_as_the_task_with_sync_twins(async_client):
+    handle = await create(async_client, "declared_sync", {"text": "doc"})
+    parked = await wait_for(async_client, handle["taskId"], "input_required")
+    assert parked["statusMessage"] == "sync working on doc"
+    await rpc(async_client, "tasks/update", {"taskId": handle["taskId"], "inputResponses": {"ok": {"action": "decline"}}},
+              status=200)
+    done = await wait_for(async_client, handle["taskId"], "completed")
+    assert done["result"]["content"][0]["text"] == "sync task: doc decline"
+
+
+async def test_a_sync_handler_starts_a_task_with_a_plain_def_run(async_client):
+    handle = await create(async_client, "sync_starts_a_task")
+    done = await wait_for(async_client, handle["taskId"], "completed", "failed")
+    assert done["status"] == "completed"
+    assert done["statusMessage"] == "in a thread"
+    assert done["result"]["content"][0]["text"] == "ran in a thread"
+
+
+async def test_a_run_that_is_a_coroutine_is_refused_before_any_task_exists(async_client):
+    before = await Task.objects.acount()
+    result = await create(async_client, "wrong_run")
+    assert result["isError"] is True
+    assert "not a coroutine" in result["content"][0]["text"]
+    assert await Task.objects.acount() == before

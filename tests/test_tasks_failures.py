@@ -14,22 +14,24 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from django_mcp.models import Task
-from django_mcp.tasks import runner as task_runner
-from django_mcp.tasks import store
+from django_mcp.tasks.runner import RunningTask
+from tests.task_servers import stop_all_tasks, task_tools, tasks_server
 from tests.test_tasks import create, get, owner_key, rpc, wait_for
 from tests.wire import post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+PLUGIN = tasks_server.extension_plugins[0]
+
 
 @pytest.fixture(autouse=True)
 async def _stop_tasks():
     yield
-    await task_runner.stop_all()
+    await stop_all_tasks()
 
 
 async def test_database_loss_answers_503_not_a_traceback(async_client):
-    with mock.patch.object(store, "visible", side_effect=OperationalError("connection refused")):
+    with mock.patch.object(PLUGIN.store, "visible", side_effect=OperationalError("connection refused")):
         response = await post(
             async_client,
             request_body(
@@ -43,7 +45,7 @@ async def test_database_loss_answers_503_not_a_traceback(async_client):
 
 
 async def test_database_loss_during_task_creation_is_503_not_a_tool_error(async_client):
-    with mock.patch.object(store, "create", side_effect=OperationalError("connection refused")):
+    with mock.patch.object(PLUGIN.store, "create", side_effect=OperationalError("connection refused")):
         body = await rpc(async_client, "tools/call", {"name": "slow"}, status=503)
     assert body["error"]["code"] == -32603
 
@@ -57,7 +59,7 @@ async def test_database_loss_in_auth_is_503(async_client):
 
 
 async def test_final_write_is_retried_while_the_database_is_down(async_client):
-    real_finish = store.finish
+    real_finish = PLUGIN.store.finish
     calls = {"n": 0}
 
     async def flaky_finish(*args, **kwargs):
@@ -66,7 +68,7 @@ async def test_final_write_is_retried_while_the_database_is_down(async_client):
             raise OperationalError("server closed the connection")
         return await real_finish(*args, **kwargs)
 
-    with mock.patch.object(store, "finish", flaky_finish):
+    with mock.patch.object(PLUGIN.store, "finish", flaky_finish):
         task_id = (await create(async_client, "quick", {"text": "persist"}))["taskId"]
         done = await wait_for(async_client, task_id, "completed")
     assert calls["n"] == 3
@@ -75,8 +77,8 @@ async def test_final_write_is_retried_while_the_database_is_down(async_client):
 
 async def test_finish_is_a_compare_and_set():
     task = await Task.objects.acreate(tool="t", owner="o", poll_interval_ms=1)
-    first = await store.finish(task.pk, "completed", result={"content": []})
-    second = await store.finish(task.pk, "cancelled")
+    first = await PLUGIN.store.finish(task.pk, "completed", result={"content": []})
+    second = await PLUGIN.store.finish(task.pk, "cancelled")
     assert first is not None and first.status == "completed"
     assert second is None
     await task.arefresh_from_db()
@@ -89,7 +91,7 @@ async def test_a_result_that_is_not_json_completes_with_is_error(async_client):
     assert done["status"] == "completed"
     assert done["result"]["isError"] is True
     assert "not JSON" in done["result"]["content"][0]["text"]
-    assert not task_runner.running_here(task_id)
+    assert not PLUGIN.runner.running_here(task_id)
 
 
 async def test_progress_of_a_task_never_reaches_the_creating_request(async_client):
@@ -104,16 +106,18 @@ async def test_progress_of_a_task_never_reaches_the_creating_request(async_clien
     assert json.loads(response.content)["result"]["resultType"] == "task"
 
 
-async def test_a_row_deleted_while_waiting_for_input_stops_its_run(async_client):
+async def test_a_row_deleted_while_waiting_for_input_stops_its_run(async_client, settings):
+    # A parked task makes no queries of its own: the maintenance loop notices the row is gone.
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LEASE_RENEW_SECONDS": 0.05, "TASK_LEASE_SECONDS": 1}
     task_id = (await create(async_client, "two_keys"))["taskId"]
     await wait_for(async_client, task_id, "input_required")
-    assert task_runner.running_here(task_id)
+    assert PLUGIN.runner.running_here(task_id)
     await Task.objects.filter(pk=task_id).adelete()
     for _ in range(300):
-        if not task_runner.running_here(task_id):
+        if not PLUGIN.runner.running_here(task_id):
             break
         await asyncio.sleep(0.01)
-    assert not task_runner.running_here(task_id)
+    assert not PLUGIN.runner.running_here(task_id)
     assert not await Task.objects.filter(pk=task_id).aexists()  # nothing was written back
 
 
@@ -122,10 +126,10 @@ async def test_a_task_failed_elsewhere_stops_running_here(async_client, settings
     task_id = (await create(async_client, "slow", {"seconds": 30}))["taskId"]
     await Task.objects.filter(pk=task_id).aupdate(status="failed", error={"code": -32603, "message": "reaped"})
     for _ in range(300):
-        if not task_runner.running_here(task_id):
+        if not PLUGIN.runner.running_here(task_id):
             break
         await asyncio.sleep(0.01)
-    assert not task_runner.running_here(task_id)
+    assert not PLUGIN.runner.running_here(task_id)
     row = await Task.objects.aget(pk=task_id)
     assert (row.status, row.error["message"]) == ("failed", "reaped")
 
@@ -145,11 +149,9 @@ async def test_an_orphaned_task_is_failed_by_whoever_reads_it(async_client):
 
 async def test_request_input_needs_at_least_one_request():
     task = await Task.objects.acreate(tool="t", owner="o", poll_interval_ms=1)
-    from tests.task_servers import task_tools
-
-    context = task_runner.TaskContext(task, task_tools.get("quick"), {})
+    context = RunningTask(PLUGIN.runner, task, task_tools.get("quick"), {})
     with pytest.raises(ValueError, match="at least one"):
-        await context.request_input({})
+        await context.arequest_input({})
 
 
 async def test_listen_stream_whose_layer_fails_ends_with_an_error():

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from django_mcp.tasks import runner as task_runner
+from tests.task_servers import stop_all_tasks
+
 from tests.test_listen import Stream
 from tests.test_tasks import CLIENT, EXT, create, get, rpc, wait_for
 from tests.wire import assert_wire, post, request_body
@@ -19,7 +20,7 @@ TASKS_SCHEMA = "tasks-2026-07-28.schema.json"
 @pytest.fixture(autouse=True)
 async def _stop_tasks():
     yield
-    await task_runner.stop_all()
+    await stop_all_tasks()
 
 
 async def listen(task_ids, *, caps=CLIENT, headers=None, sub="tl"):

@@ -16,7 +16,8 @@ from django_mcp.protocol.errors import McpJsonRpcError
 from django_mcp.protocol.headers import ParamHeader
 from django_mcp.server import registry as registry_module
 from django_mcp.server.registry import ToolRegistry, tool
-from django_mcp.server.tools import Tool, ToolDefinitionError, build_tool
+from django_mcp import DefinitionError
+from django_mcp.server.tools import Tool, build_tool
 
 
 def _walk_keys(node: Any):
@@ -99,10 +100,10 @@ class TestToolNames:
         with pytest.raises(ImproperlyConfigured, match=r"Invalid tool name '<lambda>'"):
             ToolRegistry().register(lambda request: None)
 
-    def test_build_tool_raises_tool_definition_error(self):
-        with pytest.raises(ToolDefinitionError) as info:
+    def test_build_tool_raises_the_one_definition_error(self):
+        with pytest.raises(DefinitionError) as info:
             build_tool(echo, name="a/b")
-        assert isinstance(info.value, ValueError)
+        assert isinstance(info.value, ImproperlyConfigured)
 
 
 # --------------------------------------------------------------------------- other definition errors
@@ -178,10 +179,9 @@ class TestDefinitionErrors:
             ToolRegistry().register(posonly)
         assert str(info.value) == "Tool 'posonly': argument 'text' cannot be positional-only"
 
-    def test_invalid_task_support(self):
-        with pytest.raises(ImproperlyConfigured) as info:
-            ToolRegistry().register(echo, task_support="sometimes")  # type: ignore[arg-type]
-        assert str(info.value) == "Tool 'echo': task_support must be 'forbidden', 'optional' or 'required'"
+    def test_extension_options_are_kept_for_the_extensions(self):
+        # Validated by the extension that claims them (system check django_mcp.E006), not by the core.
+        ToolRegistry().register(echo, task_support="sometimes")
 
     @pytest.mark.parametrize(
         "schema", [{"type": "array"}, {"type": "string"}, {"properties": {}}, {}, {"type": ["object", "null"]}]
@@ -437,7 +437,6 @@ class TestExplicitSchemaAndWire:
         assert build_tool(bare).to_wire() == {
             "name": "bare",
             "inputSchema": {"type": "object", "properties": {}},
-            "execution": {"taskSupport": "forbidden"},
         }
 
     def test_full_wire(self):
@@ -463,7 +462,6 @@ class TestExplicitSchemaAndWire:
             "outputSchema": out_schema,
             "annotations": {"readOnlyHint": True},
             "icons": [{"src": "https://example.com/i.png", "mimeType": "image/png"}],
-            "execution": {"taskSupport": "optional"},
             "_meta": {"com.example/x": 1},
         }
         assert list(wire) == [
@@ -474,15 +472,14 @@ class TestExplicitSchemaAndWire:
             "outputSchema",
             "annotations",
             "icons",
-            "execution",
             "_meta",
         ]
         assert wire["outputSchema"] is out_schema
         assert isinstance(wire["icons"], list)
 
-    @pytest.mark.parametrize("task_support", ["forbidden", "optional", "required"])
-    def test_task_support_on_the_wire(self, task_support):
-        assert build_tool(echo, task_support=task_support).to_wire()["execution"] == {"taskSupport": task_support}
+    def test_extension_options_are_not_core_wire(self):
+        # The tasks extension adds execution.taskSupport itself (ExtensionPlugin.decorate_tool).
+        assert "execution" not in build_tool(echo, task_support="optional").to_wire()
 
     def test_output_error(self):
         t = build_tool(
@@ -730,7 +727,7 @@ class TestRegistry:
     def test_register_with_handler_and_options(self):
         reg = ToolRegistry()
         assert reg.register(echo, name="say", task_support="required") is echo
-        assert reg.get("say").task_support == "required"
+        assert reg.get("say").extension_options == {"task_support": "required"}
 
     def test_registration_order_is_kept(self):
         reg = ToolRegistry()
@@ -813,7 +810,7 @@ class TestModuleLevelToolDecorator:
         t = global_registry.get("djmcp_unit.shout.v2")
         assert t.handler is shout
         assert t.description == "Shouts"
-        assert t.task_support == "optional"
+        assert t.extension_options == {"task_support": "optional"}
 
     def test_called_with_function(self, global_registry):
         assert tool(echo, name="djmcp_unit_echo") is echo

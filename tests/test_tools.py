@@ -48,7 +48,6 @@ async def test_tool_wire_fields(async_client):
             "required": ["a"],
         },
         "annotations": {"readOnlyHint": True},
-        "execution": {"taskSupport": "forbidden"},
     }
     assert tools["stats"]["outputSchema"]["required"] == ["count"]
 

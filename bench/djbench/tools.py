@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from django_mcp import McpRequest, ToolRegistry
-from django_mcp.tasks import TaskContext, can_create_task, mcp_task
+from django_mcp.tasks import TaskContext, can_create_task, astart_task
 
 tools = ToolRegistry(name="bench")
 
@@ -26,7 +26,7 @@ async def instant(request: McpRequest) -> Any:
     async def run(task: TaskContext) -> str:
         return "done"
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @tools.register(task_support="optional")
@@ -40,4 +40,4 @@ async def sleep(request: McpRequest, ms: int = 200) -> Any:
         await asyncio.sleep(ms / 1000)
         return "slept"
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)

@@ -16,7 +16,11 @@ from .tools import tools
 server = McpServer(
     tools=tools,
     extension_plugins=[
-        McpTasks(max=2_000_000, ttl_ms=3_600_000, poll_interval_ms=int(os.environ.get("BENCH_POLL_MS", "100")))
+        McpTasks(
+            max_tasks=2_000_000,
+            ttl_seconds=3600,
+            poll_interval_seconds=int(os.environ.get("BENCH_POLL_MS", "100")) / 1000,
+        )
     ],
     urls_namespace="bench_mcp",
 )

@@ -8,39 +8,36 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.errors import invalid_params
 from .context import McpRequest
 from .handlers import run_handler
+from .params import CompleteParams
 from .resources import ResourceTemplate
 
 if TYPE_CHECKING:
-    from .server import McpServer
+    from .dispatch import ServerContext
 
 _MAX_COMPLETIONS = 100
 
 
-async def complete(server: McpServer, request: McpRequest) -> dict[str, Any]:
+async def complete(context: ServerContext, request: McpRequest, params: CompleteParams) -> dict[str, Any]:
     """``completion/complete``: the completer's values for one argument, at most 100."""
-    ref, argument = request.params.get("ref"), request.params.get("argument")
-    if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
-        raise invalid_params("Invalid params: completion/complete needs 'ref' and 'argument' {name, value}")
+    ref = params.ref
+    reference = ref.model_dump(exclude_none=True)
     completers: Mapping[str, Any]
-    if ref.get("type") == "ref/prompt":
-        found_prompt = server.prompts.get(ref.get("name", ""))
+    if ref.type == "ref/prompt":
+        found_prompt = context.prompts.get(ref.name or "")
         if found_prompt is None:
-            raise invalid_params(f"Unknown prompt: {ref.get('name')}", {"ref": ref})
+            raise invalid_params(f"Unknown prompt: {ref.name}", {"ref": reference})
         completers = found_prompt.completers
-    elif ref.get("type") == "ref/resource":
-        found = server.resources.get(ref.get("uri", ""))
-        if not isinstance(found, ResourceTemplate):
-            raise invalid_params(f"Unknown resource template: {ref.get('uri')}", {"ref": ref})
-        completers = found.completers
     else:
-        raise invalid_params("Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'", {"ref": ref})
-    completer = completers.get(argument["name"])
+        found = context.resources.get(ref.uri or "")
+        if not isinstance(found, ResourceTemplate):
+            raise invalid_params(f"Unknown resource template: {ref.uri}", {"ref": reference})
+        completers = found.completers
+    completer = completers.get(params.argument.name)
     values: list[str] = []
     if completer is not None:
-        context = request.params.get("context")
-        known = context.get("arguments", {}) if isinstance(context, dict) else {}
-        value = argument.get("value", "")
-        values = [str(v) for v in await run_handler("Completer", completer, request, value, known)]
+        known = params.context.arguments if params.context is not None else {}
+        suggestions = await run_handler("Completer", completer, request, params.argument.value, known)
+        values = [str(v) for v in suggestions]
     return {
         "completion": {
             "values": values[:_MAX_COMPLETIONS],

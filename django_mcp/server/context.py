@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..conf import get_settings
@@ -14,9 +15,33 @@ from .mrtr import MRTR_METHODS, InputRequest, InputRounds, binding
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
-    from .server import McpServer
-
 Sink = Callable[[dict[str, Any]], None]
+Asker = Callable[[Mapping[str, InputRequest[Any]]], Awaitable[dict[str, Any]]]
+"""How an era asks the client for input: gets the requests by key, returns the answers by key."""
+
+
+def principal_of(value: Any) -> str | None:
+    """A stable name for an authenticated principal, or None when it names nobody in particular.
+
+    Strings, integers and UUIDs name themselves; a model instance is named by
+    its model and primary key. ``True`` (as some auths return) names nobody.
+    Anything else must say who it is with a ``principal_key`` attribute:
+    naming it by ``repr()`` could be a memory address, different on every request.
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str | int | uuid.UUID):
+        return f"{type(value).__name__}:{value}"
+    key = getattr(value, "principal_key", None)
+    if isinstance(key, str) and key:
+        return key
+    meta, pk = getattr(value, "_meta", None), getattr(value, "pk", None)
+    if meta is not None and pk is not None:
+        return f"{meta.label_lower}:{pk}"
+    raise TypeError(
+        f"Cannot name the principal {type(value).__qualname__}: return a str, an int, a model instance, "
+        "or an object with a `principal_key` string from the endpoint's auth"
+    )
 
 
 class McpRequest:
@@ -37,11 +62,13 @@ class McpRequest:
         meta: RequestMeta,
         headers: Mapping[str, str] | None = None,
         sink: Sink | None = None,
-        server: McpServer | None = None,
+        namespace: str = "",
+        asker: Asker | None = None,
     ) -> None:
         self.http_request = http_request
-        self.server = server
-        """The server serving this request (extensions find their plugin through it)."""
+        self.namespace = namespace
+        """The URL namespace of the server serving this request (bindings are scoped to it)."""
+        self._asker = asker
         self.headers: Mapping[str, str] = headers if headers is not None else {}
         """The HTTP request headers, with lower-case names."""
         self.id = request_id
@@ -71,9 +98,9 @@ class McpRequest:
         A principal that names nobody in particular (``True``, as some auths
         return) does not count: it would put every caller in one bucket.
         """
-        auth = self.auth
-        if auth is not None and not isinstance(auth, bool):
-            return f"auth:{type(auth).__qualname__}:{getattr(auth, 'pk', auth)}"
+        auth = principal_of(self.auth)
+        if auth is not None:
+            return f"auth:{auth}"
         user = self.user
         if user is not None and getattr(user, "is_authenticated", False):
             return f"user:{user.pk}"
@@ -99,23 +126,31 @@ class McpRequest:
         if self.method not in MRTR_METHODS:
             raise RuntimeError(f"Client input can only be asked for in {', '.join(sorted(MRTR_METHODS))}")
         if self._rounds is None:
-            bound_to = binding(self.principal_key, self.method, self.params)
-            self._rounds = InputRounds(self.params, bound_to, get_settings().MRTR_STATE_MAX_AGE)
+            bound_to = binding(f"{self.namespace}\0{self.principal_key}", self.method, self.params)
+            self._rounds = InputRounds(self.params, bound_to, get_settings().MRTR_STATE_MAX_AGE_SECONDS)
         return self._rounds
 
-    async def ask(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
+    async def aask(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
         """The client's answers to ``requests`` (key → :func:`~django_mcp.elicit` etc.).
 
-        If any is unanswered, the request ends here with ``input_required``
-        and the handler runs again, from the top, when the client retries with
-        the answers. Answers are unvalidated client input (see ``validate=``
-        on :func:`~django_mcp.elicit`). A request kind the client did not
-        declare answers -32021; check with :meth:`can_ask` to offer another.
+        In 2026-07-28, if any is unanswered the request ends here with
+        ``input_required`` and the handler runs again, from the top, when the
+        client retries with the answers; in the handshake era the client is
+        asked on the response stream and this waits for its answer. Answers
+        are unvalidated client input (see ``validate=`` on
+        :func:`~django_mcp.elicit`). A request kind the client did not declare
+        answers -32021; check with :meth:`can_ask` to offer another.
         """
-        return self.ask_sync(requests)
+        if self._asker is not None:
+            return await self._asker(requests)
+        return self.input_rounds.ask(requests, self.client_capabilities)
 
-    def ask_sync(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
-        """:meth:`ask` for sync handlers."""
+    def ask(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
+        """:meth:`aask` for sync handlers (call it from the handler's worker thread)."""
+        if self._asker is not None:
+            from asgiref.sync import async_to_sync
+
+            return async_to_sync(self._asker)(requests)
         return self.input_rounds.ask(requests, self.client_capabilities)
 
     def can_ask(self, request: InputRequest[Any]) -> bool:
@@ -153,8 +188,8 @@ class McpRequest:
             params["logger"] = logger
         self._emit(notification("notifications/message", params))
 
-    def stop_notifications(self) -> None:
-        """Drop later progress and log calls (e.g. once the work moved into a task)."""
+    def finish(self) -> None:
+        """The response is complete: later progress and log calls are dropped."""
         self._sink = None
 
     def _emit(self, message: dict[str, Any]) -> None:

@@ -1,9 +1,10 @@
 """Graceful shutdown: on SIGTERM/SIGINT, close listen streams and let extensions wind down, then stop.
 
-The ASGI server (daphne, uvicorn) installs its own handlers; ours are chained
-in front of them from the event loop's thread on the first request, and call
-the server's handler once the shutdown hooks are done. A second signal stops
-at once.
+Signals belong to the process, so this is the one process-wide object:
+:data:`lifecycle`. The ASGI server (daphne, uvicorn) installs its own signal
+handlers; ours are chained in front of them from the event loop's thread on
+the first request, and call the server's handler once the shutdown hooks are
+done. A second signal stops at once.
 """
 
 from __future__ import annotations
@@ -24,61 +25,64 @@ from .listen import close_listen_streams
 logger = logging.getLogger("django_mcp")
 
 ShutdownHook = Callable[[float], Awaitable[None]]
-_hooks: list[ShutdownHook] = []
-_state = {"installed": False, "stopping": False}
-_graceful: set[asyncio.Task[None]] = set()
 
 
-def on_shutdown(hook: ShutdownHook) -> ShutdownHook:
-    """Register ``hook(grace_seconds)`` to run at graceful shutdown (extensions use this)."""
-    _hooks.append(hook)
-    return hook
+class Lifecycle:
+    """This process's shutdown state and the hooks to run at graceful shutdown."""
 
+    def __init__(self) -> None:
+        self.hooks: list[ShutdownHook] = []
+        self.stopping = False
+        self._installed = False
+        self._graceful: set[asyncio.Task[None]] = set()
 
-def shutting_down() -> bool:
-    """Whether this process has begun a graceful shutdown (new work should be refused)."""
-    return _state["stopping"]
+    def on_shutdown(self, hook: ShutdownHook) -> ShutdownHook:
+        """Register ``hook(grace_seconds)`` to run at graceful shutdown (servers add their extensions')."""
+        self.hooks.append(hook)
+        return hook
 
+    def install_signal_handlers(self, loop: asyncio.AbstractEventLoop | None = None) -> bool:
+        """Chain our graceful shutdown in front of the current SIGTERM/SIGINT handlers (once, main thread only).
 
-def install_signal_handlers() -> None:
-    """Chain our graceful shutdown in front of the server's SIGTERM/SIGINT handlers (once, main thread only)."""
-    if _state["installed"] or threading.current_thread() is not threading.main_thread():
-        return
-    if not get_settings().SHUTDOWN_SIGNALS:
-        return
-    _state["installed"] = True
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        previous = signal.getsignal(sig)
+        ``loop`` is where the shutdown runs (default: the running loop). Returns whether handlers were installed.
+        """
+        if self._installed or threading.current_thread() is not threading.main_thread():
+            return False
+        if not get_settings().SHUTDOWN_SIGNALS:
+            return False
+        self._installed = True
+        target = loop if loop is not None else asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(sig)
 
-        def handler(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
-            if _state["stopping"]:  # second signal: stop now
-                _pass_on(previous, signum, frame)
-                return
-            _state["stopping"] = True
-            loop.call_soon_threadsafe(_start_graceful, previous, signum)
+            def handler(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
+                if self.stopping:  # second signal: stop now
+                    _pass_on(previous, signum, frame)
+                    return
+                self.stopping = True
+                target.call_soon_threadsafe(self._start_graceful, previous, signum)
 
-        signal.signal(sig, handler)
+            signal.signal(sig, handler)
+        return True
 
+    def _start_graceful(self, previous: Any, signum: int) -> None:
+        task = asyncio.ensure_future(self.graceful_shutdown(previous, signum))
+        self._graceful.add(task)
+        task.add_done_callback(self._graceful.discard)
 
-def _start_graceful(previous: Any, signum: int) -> None:
-    task = asyncio.ensure_future(graceful_shutdown(previous, signum))
-    _graceful.add(task)
-
-
-async def graceful_shutdown(previous: Any = None, signum: int | None = None) -> None:
-    """Close listen streams, run the shutdown hooks within the grace period, then hand over to the server."""
-    _state["stopping"] = True
-    grace = get_settings().SHUTDOWN_GRACE_SECONDS
-    closed = close_listen_streams()
-    logger.warning("Shutting down gracefully: %d listen stream(s) closed, %.1f s grace", closed, grace)
-    await asyncio.sleep(0.05)  # let the streams flush their final frames
-    results = await asyncio.gather(*(hook(grace) for hook in _hooks), return_exceptions=True)
-    for result in results:
-        if isinstance(result, BaseException):
-            logger.error("A shutdown hook failed", exc_info=result)
-    if signum is not None:
-        _pass_on(previous, signum, None)
+    async def graceful_shutdown(self, previous: Any = None, signum: int | None = None) -> None:
+        """Close listen streams, run the shutdown hooks within the grace period, then hand over to the server."""
+        self.stopping = True
+        grace = get_settings().SHUTDOWN_GRACE_SECONDS
+        closed = close_listen_streams()
+        logger.warning("Shutting down gracefully: %d listen stream(s) closed, %.1f s grace", closed, grace)
+        await asyncio.sleep(0.05)  # let the streams flush their final frames
+        results = await asyncio.gather(*(hook(grace) for hook in self.hooks), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                logger.error("A shutdown hook failed", exc_info=result)
+        if signum is not None:
+            _pass_on(previous, signum, None)
 
 
 def _pass_on(previous: Any, signum: int, frame: FrameType | None) -> None:
@@ -90,3 +94,12 @@ def _pass_on(previous: Any, signum: int, frame: FrameType | None) -> None:
         with contextlib.suppress(Exception):
             signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
+
+
+lifecycle = Lifecycle()
+"""This process's lifecycle (signals are process-wide)."""
+
+
+def shutting_down() -> bool:
+    """Whether this process has begun a graceful shutdown (new work should be refused)."""
+    return lifecycle.stopping

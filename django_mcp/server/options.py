@@ -21,7 +21,7 @@ class ServerOptions:
     version: str | None = None
     title: str | None = None
     instructions: str | None = None
-    cache_ttl_ms: int | None = None
+    cache_ttl_seconds: float | None = None
     cache_scope: Literal["public", "private"] | None = None
     page_size: int | None = None
     server_info_in_meta: bool | None = None
@@ -32,7 +32,9 @@ class ServerOptions:
             version=self.version if self.version is not None else settings.SERVER_VERSION,
             title=self.title if self.title is not None else settings.SERVER_TITLE,
             instructions=self.instructions if self.instructions is not None else settings.INSTRUCTIONS,
-            cache_ttl_ms=self.cache_ttl_ms if self.cache_ttl_ms is not None else settings.CACHE_TTL_MS,
+            cache_ttl_seconds=(
+                self.cache_ttl_seconds if self.cache_ttl_seconds is not None else settings.CACHE_TTL_SECONDS
+            ),
             cache_scope=self.cache_scope if self.cache_scope is not None else settings.CACHE_SCOPE,
             page_size=self.page_size if self.page_size is not None else settings.PAGE_SIZE,
             server_info_in_meta=(
@@ -47,7 +49,7 @@ class ResolvedOptions:
     version: str
     title: str | None
     instructions: str | None
-    cache_ttl_ms: int
+    cache_ttl_seconds: float
     cache_scope: Literal["public", "private"]
     page_size: int
     server_info_in_meta: bool

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, TypeVar, Unpack, overload
 
-from django.core.exceptions import ImproperlyConfigured
+from .definitions import DefinitionError
 
 from ..protocol.errors import invalid_params
 from ..protocol.jsonrpc import compact
@@ -97,9 +97,9 @@ def build_prompt(handler: Callable[..., Any], **options: Unpack[PromptOptions]) 
     """Describe ``handler`` as a prompt; arguments default to its parameters after the request."""
     name = options.get("name", getattr(handler, "__name__", ""))
     if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
-        raise ImproperlyConfigured(f"Invalid prompt name {name!r}: use 1-128 characters of [A-Za-z0-9_.-]")
+        raise DefinitionError(f"Invalid prompt name {name!r}: use 1-128 characters of [A-Za-z0-9_.-]")
     if not first_parameter_takes_request(handler):
-        raise ImproperlyConfigured(f"Prompt {name!r}: the handler's first parameter must take the request")
+        raise DefinitionError(f"Prompt {name!r}: the handler's first parameter must take the request")
     arguments = options.get("arguments")
     if arguments is None:
         arguments = [
@@ -110,7 +110,7 @@ def build_prompt(handler: Callable[..., Any], **options: Unpack[PromptOptions]) 
     completers = dict(options.get("complete", {}))
     unknown = set(completers) - {a.name for a in arguments}
     if unknown:
-        raise ImproperlyConfigured(f"Prompt {name!r}: completers for unknown arguments: {', '.join(sorted(unknown))}")
+        raise DefinitionError(f"Prompt {name!r}: completers for unknown arguments: {', '.join(sorted(unknown))}")
     return Prompt(
         name=name,
         handler=handler,
@@ -152,6 +152,10 @@ class PromptRegistry(Registry[Prompt]):
 
     kind = "prompts"
 
+    @staticmethod
+    def key_of(item: Prompt) -> str:
+        return item.name
+
     @overload
     def register(self, handler: F, /, **options: Unpack[PromptOptions]) -> F: ...
     @overload
@@ -163,12 +167,7 @@ class PromptRegistry(Registry[Prompt]):
         ``complete={"arg": completer}`` offers ``completion/complete`` values for an argument.
         """
 
-        def add(func: F) -> F:
-            built = build_prompt(func, **options)
-            self._add(built.name, built)
-            return func
-
-        return add if handler is None else add(handler)
+        return self._register(handler, lambda func: build_prompt(func, **options))
 
 
 prompts = PromptRegistry()

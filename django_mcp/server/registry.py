@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, Generic, TypeVar, Unpack, overload
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
-from django.core.exceptions import ImproperlyConfigured
-
-from .tools import Tool, ToolDefinitionError, ToolOptions, build_tool
+from .definitions import DefinitionError
+from .tools import Tool, build_tool
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -16,8 +15,11 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """An ordered set of uniquely keyed items. Lists serve them in registration order.
 
-    Changes after startup are announced to ``subscriptions/listen`` streams
-    (in every server process) through the Channels layer.
+    Every registry registers the same way (``register`` bare or as a decorator,
+    a :class:`~django_mcp.server.definitions.DefinitionError` for a definition
+    that cannot be served). Changes after startup are announced to
+    ``subscriptions/listen`` streams (in every server process) through the
+    Channels layer.
     """
 
     kind: ClassVar[str] = ""
@@ -31,9 +33,23 @@ class Registry(Generic[T]):
         """The Channels group whose members hear about changes to this registry."""
         return f"django_mcp.{self.kind}.{self.name}"
 
-    def _add(self, key: str, item: T) -> None:
+    @staticmethod
+    def key_of(item: T) -> str:
+        """The unique key of an item (its name or URI)."""
+        raise NotImplementedError
+
+    def _register(self, handler: F | None, build: Callable[[F], T]) -> F | Callable[[F], F]:
+        def add(func: F) -> F:
+            self.add(build(func))
+            return func
+
+        return add if handler is None else add(handler)
+
+    def add(self, item: T) -> None:
+        """Add a built item; a second one with the same key is a ``DefinitionError``."""
+        key = self.key_of(item)
         if key in self._items:
-            raise ImproperlyConfigured(f"A {self.kind[:-1]} {key!r} is already registered")
+            raise DefinitionError(f"A {self.kind[:-1]} {key!r} is already registered")
         self._items[key] = item
         self._changed()
 
@@ -66,12 +82,16 @@ class ToolRegistry(Registry[Tool]):
 
     kind = "tools"
 
-    @overload
-    def register(self, handler: F, /, **options: Unpack[ToolOptions]) -> F: ...
-    @overload
-    def register(self, handler: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
+    @staticmethod
+    def key_of(item: Tool) -> str:
+        return item.name
 
-    def register(self, handler: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
+    @overload
+    def register(self, handler: F, /, **options: Any) -> F: ...
+    @overload
+    def register(self, handler: None = None, /, **options: Any) -> Callable[[F], F]: ...
+
+    def register(self, handler: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
         """Register ``handler`` as a tool; used bare, or as a decorator (with or without options).
 
         The handler is called as ``handler(request, **arguments)`` where
@@ -79,20 +99,14 @@ class ToolRegistry(Registry[Tool]):
         in a worker thread) or async. Without ``input_schema`` the schema is
         derived from the handler's type hints; a given one is served and
         validated exactly as written. ``name`` defaults to the function's
-        name, ``description`` to its docstring.
+        name, ``description`` to its docstring. The options are those of
+        :class:`ToolOptions`; any other option (e.g. the tasks extension's
+        ``task_support``) is kept for the extensions, and ``manage.py check``
+        reports one that no installed extension understands.
 
-        Raises ``ImproperlyConfigured`` for an invalid or duplicate name or schema.
+        Raises ``DefinitionError`` (an ``ImproperlyConfigured``) for an invalid or duplicate name or schema.
         """
-
-        def add(func: F) -> F:
-            try:
-                tool = build_tool(func, **options)
-            except ToolDefinitionError as exc:
-                raise ImproperlyConfigured(str(exc)) from None
-            self._add(tool.name, tool)
-            return func
-
-        return add if handler is None else add(handler)
+        return self._register(handler, lambda func: build_tool(func, **options))
 
 
 registry = ToolRegistry()

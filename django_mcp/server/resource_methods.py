@@ -7,30 +7,29 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.errors import invalid_params
 from .context import McpRequest
 from .handlers import run_handler
+from .params import ListParams, ReadResourceParams
 from .resources import resource_contents
 
 if TYPE_CHECKING:
-    from .server import McpServer
+    from .dispatch import ServerContext
 
 
-async def list_resources(server: McpServer, request: McpRequest) -> dict[str, Any]:
+async def list_resources(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:
     """``resources/list``: one page of static resources."""
-    return server.page(request, "resources", [r.to_wire() for r in server.resources.static()])
+    return context.page(params, "resources", [r.to_wire() for r in context.resources.static()])
 
 
-async def list_resource_templates(server: McpServer, request: McpRequest) -> dict[str, Any]:
+async def list_resource_templates(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:
     """``resources/templates/list``: one page of URI templates."""
-    return server.page(request, "resourceTemplates", [t.to_wire() for t in server.resources.templates()])
+    return context.page(params, "resourceTemplates", [t.to_wire() for t in context.resources.templates()])
 
 
-async def read_resource(server: McpServer, request: McpRequest) -> dict[str, Any]:
+async def read_resource(context: ServerContext, request: McpRequest, params: ReadResourceParams) -> dict[str, Any]:
     """``resources/read``: the static resource, else the first matching template; -32602 with ``data.uri`` if none."""
-    uri = request.params.get("uri")
-    if not isinstance(uri, str):
-        raise invalid_params("Invalid params: resources/read needs a string 'uri'")
-    found = server.resources.resolve(uri)
+    uri = params.uri
+    found = context.resources.resolve(uri)
     if found is None:
         raise invalid_params(f"Resource not found: {uri}", {"uri": uri})
     item, variables = found
     value = await run_handler(f"Resource {uri!r}", item.handler, request, **variables)
-    return {"contents": resource_contents(uri, item.mime_type, value), **server.cache_hints(request)}
+    return {"contents": resource_contents(uri, item.mime_type, value), **context.cache_hints()}

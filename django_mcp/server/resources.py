@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import Any, TypedDict, TypeVar, Unpack, overload
 from urllib.parse import unquote
 
-from django.core.exceptions import ImproperlyConfigured
+from .definitions import DefinitionError
 
 from ..protocol.jsonrpc import compact
 from .handlers import first_parameter_takes_request
@@ -126,6 +126,10 @@ class ResourceRegistry(Registry[Resource | ResourceTemplate]):
 
     kind = "resources"
 
+    @staticmethod
+    def key_of(item: Resource | ResourceTemplate) -> str:
+        return item.uri if isinstance(item, Resource) else item.uri_template
+
     @overload
     def register(self, uri: str, handler: F, /, **options: Unpack[ResourceOptions]) -> F: ...
     @overload
@@ -140,12 +144,7 @@ class ResourceRegistry(Registry[Resource | ResourceTemplate]):
         ``complete={"var": completer}`` (templates only) offers ``completion/complete`` values.
         """
 
-        def add(func: F) -> F:
-            item = _build(uri, func, options)
-            self._add(uri, item)
-            return func
-
-        return add if handler is None else add(handler)
+        return self._register(handler, lambda func: _build(uri, func, options))
 
     def static(self) -> list[Resource]:
         return [r for r in self if isinstance(r, Resource)]
@@ -167,9 +166,9 @@ class ResourceRegistry(Registry[Resource | ResourceTemplate]):
 
 def _build(uri: str, handler: Callable[..., Any], options: ResourceOptions) -> Resource | ResourceTemplate:
     if not isinstance(uri, str) or not uri or any(c.isspace() for c in uri):
-        raise ImproperlyConfigured(f"Invalid resource URI {uri!r}")
+        raise DefinitionError(f"Invalid resource URI {uri!r}")
     if not first_parameter_takes_request(handler):
-        raise ImproperlyConfigured(f"Resource {uri!r}: the handler's first parameter must take the request")
+        raise DefinitionError(f"Resource {uri!r}: the handler's first parameter must take the request")
     common: dict[str, Any] = {
         "name": options.get("name", getattr(handler, "__name__", uri)),
         "handler": handler,
@@ -183,12 +182,12 @@ def _build(uri: str, handler: Callable[..., Any], options: ResourceOptions) -> R
     completers = dict(options.get("complete", {}))
     if not _VARIABLE.search(uri):
         if completers:
-            raise ImproperlyConfigured(f"Resource {uri!r}: completers need a URI template with variables")
+            raise DefinitionError(f"Resource {uri!r}: completers need a URI template with variables")
         return Resource(uri=uri, **common)
     template = ResourceTemplate(uri_template=uri, completers=completers, **common)
     unknown = set(completers) - set(template.variables)
     if unknown:
-        raise ImproperlyConfigured(f"Resource template {uri!r}: completers for unknown variables: {sorted(unknown)}")
+        raise DefinitionError(f"Resource template {uri!r}: completers for unknown variables: {sorted(unknown)}")
     return template
 
 

@@ -5,52 +5,44 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..conf import get_settings
-from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params
+from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import META_SERVER_INFO
 from .context import McpRequest
 from .listen import ListenStream
 from .notify import has_channel_layer, resource_group
+from .params import ListenParams
 from .registry import Registry
 
 if TYPE_CHECKING:
-    from .server import McpServer
+    from .dispatch import ServerContext
 
 
-_LIST_FLAGS = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}
-
-
-async def listen(server: McpServer, request: McpRequest) -> ListenStream:
-    """``subscriptions/listen``: check the filter, keep what can be honoured, and return the stream to serve."""
-    wanted = request.params.get("notifications")
-    if not isinstance(wanted, dict):
-        raise invalid_params("Invalid params: subscriptions/listen needs a 'notifications' object")
-    caps = server.capabilities(request.http_request)
+async def listen(context: ServerContext, request: McpRequest, params: ListenParams) -> ListenStream:
+    """``subscriptions/listen``: keep what of the filter can be honoured, and return the stream to serve."""
+    wanted = params.notifications
+    caps = context.capabilities
     honoured: dict[str, Any] = {}
     groups: list[str] = []
-    registries: dict[str, Registry[Any]] = {
-        "tools": server.tools,
-        "prompts": server.prompts,
-        "resources": server.resources,
+    registries: dict[str, tuple[bool, Registry[Any]]] = {
+        "toolsListChanged": (wanted.toolsListChanged, context.tools),
+        "promptsListChanged": (wanted.promptsListChanged, context.prompts),
+        "resourcesListChanged": (wanted.resourcesListChanged, context.resources),
     }
-    for flag, capability in _LIST_FLAGS.items():
-        value = wanted.get(flag, False)
-        if not isinstance(value, bool):
-            raise invalid_params(f"Invalid params: notifications.{flag} must be a boolean")
-        if value and caps.get(capability, {}).get("listChanged"):
+    for flag, (asked, registry) in registries.items():
+        if asked and caps.get(registry.kind, {}).get("listChanged"):
             honoured[flag] = True
-            groups.append(registries[capability].channel_group)
-    uris = wanted.get("resourceSubscriptions", [])
-    if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-        raise invalid_params("Invalid params: notifications.resourceSubscriptions must be a list of URIs")
+            groups.append(registry.channel_group)
+    uris = wanted.resourceSubscriptions
     if uris and caps.get("resources", {}).get("subscribe"):
-        known = [u for u in dict.fromkeys(uris) if server.resources.resolve(u) is not None]
+        known = [u for u in dict.fromkeys(uris) if context.resources.resolve(u) is not None]
         if known:
             honoured["resourceSubscriptions"] = known
             groups += [resource_group(u) for u in known]
+    extension_keys = wanted.model_extra or {}
     snapshots = []
-    for plugin in server.extension_plugins:
-        if set(plugin.listen_filter_keys) & set(wanted) and plugin.enabled(request.http_request):
-            part = await plugin.subscribe(request, wanted)
+    for plugin in context.plugins:
+        if set(plugin.listen_filter_keys) & set(extension_keys):
+            part = await plugin.subscribe(request, extension_keys)
             honoured.update(part.honoured)
             groups += part.groups
             if part.snapshot is not None:
@@ -58,7 +50,7 @@ async def listen(server: McpServer, request: McpRequest) -> ListenStream:
     if groups and not has_channel_layer():
         raise McpJsonRpcError(INTERNAL_ERROR, "Notifications need a channel layer: configure CHANNEL_LAYERS")
     settings = get_settings()
-    options = server.options_for(request.http_request)
+    options = context.options
     assert request.id is not None  # requests always have one; notifications never get here
     return ListenStream(
         request.id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.db import InterfaceError, OperationalError
@@ -9,38 +10,49 @@ from django.db import InterfaceError, OperationalError
 from ..protocol.errors import McpJsonRpcError, invalid_params
 from ..protocol.headers import check_param_headers
 from .context import McpRequest
+from .extensions import ExtensionResult, ProceedToolCall
 from .handlers import call_handler
 from .mrtr import InputRequired
+from .params import CallToolParams, ListParams
 from .results import call_tool_result, exception_result
 
 if TYPE_CHECKING:
-    from .server import McpServer
+    from .dispatch import ServerContext
 
 
-async def list_tools(server: McpServer, request: McpRequest) -> dict[str, Any]:
-    """``tools/list``: one page of tools, in registration order."""
-    return server.page(request, "tools", [t.to_wire() for t in server.tools])
+async def list_tools(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:
+    """``tools/list``: one page of tools, in registration order, with the extensions' metadata."""
+    entries = []
+    for tool in context.tools:
+        wire = tool.to_wire()
+        for plugin in context.plugins:
+            plugin.decorate_tool(tool, wire)
+        entries.append(wire)
+    return context.page(params, "tools", entries)
 
 
-async def call_tool(server: McpServer, request: McpRequest) -> dict[str, Any]:
-    """``tools/call``: headers, the extensions' gates, argument validation, then the handler."""
-    name = request.params.get("name")
-    if not isinstance(name, str):
-        raise invalid_params("Invalid params: tools/call needs a string 'name'")
-    tool = server.tools.get(name)
+async def call_tool(context: ServerContext, request: McpRequest, params: CallToolParams) -> dict[str, Any]:
+    """``tools/call``: routing headers, argument validation, the extensions' wrappers, then the handler."""
+    tool = context.tools.get(params.name)
     if tool is None:
-        raise invalid_params(f"Unknown tool: {name}", {"tool": name})
-    for plugin in server.extension_plugins:
-        if plugin.enabled(request.http_request):
-            plugin.check_tool_call(request, tool)
-    arguments = request.params.get("arguments")
+        raise invalid_params(f"Unknown tool: {params.name}", {"tool": params.name})
     if tool.param_headers:
-        check_param_headers(tool.param_headers, arguments if isinstance(arguments, dict) else {}, request.headers)
-    kwargs = tool.validate_arguments(arguments)
+        arguments = params.arguments if isinstance(params.arguments, dict) else {}
+        check_param_headers(tool.param_headers, arguments, request.headers)
+    kwargs = tool.validate_arguments(params.arguments)
+
+    async def invoke(req: McpRequest) -> Any:
+        return await call_handler(tool.handler, req, **kwargs)
+
+    proceed: ProceedToolCall = invoke
+    for plugin in reversed(context.plugins):
+        proceed = partial(plugin.call_tool, tool=tool, proceed=proceed)
     try:
-        value = await call_handler(tool.handler, request, **kwargs)
+        value = await proceed(request)
     except (McpJsonRpcError, InputRequired, OperationalError, InterfaceError):
         raise  # a lost database is the server's problem (503), not the tool's
     except Exception as exc:
         return exception_result(tool, exc)
+    if isinstance(value, ExtensionResult):
+        return value.result
     return call_tool_result(tool, value)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, TypedDict, get_type_hints
+from typing import Any, TypedDict, get_type_hints
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -18,9 +18,9 @@ from pydantic.json_schema import GenerateJsonSchema
 from ..protocol.errors import invalid_params
 from ..protocol.headers import ParamHeader, param_headers
 from ..protocol.jsonrpc import compact
+from .definitions import DefinitionError
 from .handlers import first_parameter_takes_request
 
-TaskSupport = Literal["forbidden", "optional", "required"]
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # used with fullmatch
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -35,12 +35,7 @@ class ToolOptions(TypedDict, total=False):
     output_schema: Mapping[str, Any]
     annotations: Mapping[str, Any]
     icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...]
-    task_support: TaskSupport
     meta: Mapping[str, Any]
-
-
-class ToolDefinitionError(ValueError):
-    """A tool that cannot be served as declared (reported as ImproperlyConfigured)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,8 +50,9 @@ class Tool:
     output_schema: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
     icons: tuple[Mapping[str, Any], ...] = ()
-    task_support: TaskSupport = "forbidden"
     meta: Mapping[str, Any] | None = None
+    extension_options: Mapping[str, Any] = field(default_factory=dict)
+    """Options meant for extensions (e.g. ``task_support``), checked against a server's plugins."""
     # Set when the schema was derived from the signature: arguments are then
     # converted to the annotated types before the handler sees them.
     arguments_model: type[BaseModel] | None = field(default=None, repr=False)
@@ -92,7 +88,6 @@ class Tool:
                 "outputSchema": self.output_schema,
                 "annotations": self.annotations,
                 "icons": list(self.icons),
-                "execution": {"taskSupport": self.task_support},
                 "_meta": self.meta,
             }
         )
@@ -161,21 +156,19 @@ def build_tool(
     output_schema: Mapping[str, Any] | None = None,
     annotations: Mapping[str, Any] | None = None,
     icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...] = (),
-    task_support: TaskSupport = "forbidden",
     meta: Mapping[str, Any] | None = None,
+    **extension_options: Any,
 ) -> Tool:
     """Describe ``handler`` as a tool, deriving what was not given from its signature and docstring."""
     if not callable(handler):
-        raise ToolDefinitionError(f"Tool handler {handler!r} is not callable")
+        raise DefinitionError(f"Tool handler {handler!r} is not callable")
     tool_name = name if name is not None else getattr(handler, "__name__", "")
     if not isinstance(tool_name, str) or not TOOL_NAME.fullmatch(tool_name):
-        raise ToolDefinitionError(
+        raise DefinitionError(
             f"Invalid tool name {tool_name!r}: use 1-128 characters of letters, digits, '_', '-' and '.'"
         )
-    if task_support not in ("forbidden", "optional", "required"):
-        raise ToolDefinitionError(f"Tool {tool_name!r}: task_support must be 'forbidden', 'optional' or 'required'")
     if not first_parameter_takes_request(handler):
-        raise ToolDefinitionError(
+        raise DefinitionError(
             f"Tool {tool_name!r}: the handler's first parameter must take the request "
             f"(e.g. `def {tool_name}(request, ...)`)"
         )
@@ -188,15 +181,15 @@ def build_tool(
         if schema is None:
             continue
         if not isinstance(schema, Mapping):
-            raise ToolDefinitionError(f"Tool {tool_name!r}: {label} must be a JSON Schema object")
+            raise DefinitionError(f"Tool {tool_name!r}: {label} must be a JSON Schema object")
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
-            raise ToolDefinitionError(
+            raise DefinitionError(
                 f"Tool {tool_name!r}: {label} is not a valid JSON Schema: {exc.message}"
             ) from None
     if input_schema.get("type") != "object":
-        raise ToolDefinitionError(f'Tool {tool_name!r}: input_schema must have "type": "object"')
+        raise DefinitionError(f'Tool {tool_name!r}: input_schema must have "type": "object"')
     tool = Tool(
         name=tool_name,
         handler=handler,
@@ -206,14 +199,14 @@ def build_tool(
         output_schema=output_schema,
         annotations=annotations,
         icons=tuple(icons),
-        task_support=task_support,
         meta=meta,
+        extension_options=extension_options,
         arguments_model=model,
     )
     try:
         tool.param_headers  # noqa: B018 - validate x-mcp-header annotations now, not per call
     except ValueError as exc:
-        raise ToolDefinitionError(f"Tool {tool_name!r}: {exc}") from None
+        raise DefinitionError(f"Tool {tool_name!r}: {exc}") from None
     return tool
 
 
@@ -235,17 +228,17 @@ def _arguments_model(handler: Callable[..., Any], tool_name: str, params: list[i
     try:
         hints = get_type_hints(handler, include_extras=True)
     except Exception as exc:  # unresolvable forward references
-        raise ToolDefinitionError(f"Tool {tool_name!r}: cannot read the handler's type hints: {exc}") from None
+        raise DefinitionError(f"Tool {tool_name!r}: cannot read the handler's type hints: {exc}") from None
     fields: dict[str, Any] = {}
     for p in params:
         if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             continue
         if p.kind is inspect.Parameter.POSITIONAL_ONLY:
-            raise ToolDefinitionError(f"Tool {tool_name!r}: argument {p.name!r} cannot be positional-only")
+            raise DefinitionError(f"Tool {tool_name!r}: argument {p.name!r} cannot be positional-only")
         annotation = hints.get(p.name, Any)
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[p.name] = (annotation, default)
     try:
         return create_model(f"{tool_name}_arguments", **fields)
     except Exception as exc:
-        raise ToolDefinitionError(f"Tool {tool_name!r}: cannot build an input schema: {exc}") from None
+        raise DefinitionError(f"Tool {tool_name!r}: cannot build an input schema: {exc}") from None

@@ -1,21 +1,44 @@
 """The Tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663).
 
-Install :class:`McpTasks` on a server, then answer a ``tools/call`` with a task::
+Install :class:`McpTasks` on a server, then mark a tool: when the client
+declared the extension its body runs as a task (``request.task`` is the
+:class:`TaskContext`); otherwise it runs in the request::
 
     @tool(task_support="optional")
     async def render(request, scene: str):
-        if not can_create_task(request):
-            return render_now(scene)
+        task = current_task(request)
+        for frame in range(100):
+            await render_frame(scene, frame)
+            if task is not None:
+                await task.aupdate(f"Frame {frame + 1}/100")
+        return "Rendered."
 
-        async def run(task):
-            await task.update("Rendering")
-            return "Rendered."
-
-        return await mcp_task(request, run=run, status_message="Queued")
+A tool that decides per request registers with ``run_body_as_task=False``
+and calls :func:`astart_task` (``start_task`` from sync code).
 """
 
-from .plugin import McpTasks, TasksUnavailable, can_create_task, cancel_task, mcp_task
+from .plugin import (
+    McpTasks,
+    TaskRequest,
+    acancel_task,
+    astart_task,
+    can_create_task,
+    cancel_task,
+    current_task,
+    start_task,
+)
 from .runner import TaskContext
 from .wire import EXTENSION_ID
 
-__all__ = ["EXTENSION_ID", "McpTasks", "TaskContext", "TasksUnavailable", "can_create_task", "cancel_task", "mcp_task"]
+__all__ = [
+    "EXTENSION_ID",
+    "McpTasks",
+    "TaskContext",
+    "TaskRequest",
+    "acancel_task",
+    "astart_task",
+    "can_create_task",
+    "cancel_task",
+    "current_task",
+    "start_task",
+]

@@ -1,28 +1,34 @@
-"""``McpTasks``: the tasks extension (``io.modelcontextprotocol/tasks``) as a server plugin."""
+"""``McpTasks``: the tasks extension (``io.modelcontextprotocol/tasks``) as a server plugin, and how tools create tasks."""
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from asgiref.sync import async_to_sync, sync_to_async
+from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, StrictStr
 
-from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params, missing_capability
 from ..protocol.jsonrpc import notification
 from ..server.context import McpRequest
-from ..server.extensions import ExtensionMethod, ExtensionPlugin, ListenSubscription
-from ..server.lifecycle import on_shutdown, shutting_down
+from ..server.extensions import ExtensionMethod, ExtensionPlugin, ExtensionResult, ListenSubscription, ProceedToolCall
+from ..server.lifecycle import shutting_down
 from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
-from ..server.results import RawResult
-from . import runner, store
+from ..server.params import Params, parse_params
+from . import store as task_store
+from .conf import get_tasks_settings
 from .models import ACTIVE, Task
+from .runner import OWNER_GONE, InlineTask, Run, TaskContext, TaskRunner, call_run, check_run, send_control, task_group
+from .store import TaskStore
 from .wire import EXTENSION_ID, create_task_result, detailed_task
 
 if TYPE_CHECKING:
-    from django.http import HttpRequest
+    from django.core.checks import CheckMessage
 
     from ..server.tools import Tool
 
@@ -33,79 +39,191 @@ _ANSWER_TYPES: dict[str, type[BaseModel]] = {
 }
 MAX_WATCHED_TASKS = 1000
 _REQUIRED: dict[str, Any] = {"extensions": {EXTENSION_ID: {}}}
+TASK_SUPPORT = ("forbidden", "optional", "required")
 
 
-class TasksUnavailable(RuntimeError):  # noqa: N818
-    """``mcp_task`` was called where no task can be created (see the message for why)."""
+class TaskIdParams(Params):
+    taskId: StrictStr  # noqa: N815 - the wire name
+
+
+class UpdateParams(TaskIdParams):
+    inputResponses: dict[str, Any]  # noqa: N815
+
+
+class TaskIdsFilter(Params):
+    taskIds: list[StrictStr] = Field(default=[], max_length=MAX_WATCHED_TASKS)  # noqa: N815
+
+
+def _task_support(value: Any) -> None:
+    if value not in TASK_SUPPORT:
+        raise ValueError(f"task_support must be one of {', '.join(TASK_SUPPORT)}, not {value!r}")
+
+
+def _flag(value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"must be True or False, not {value!r}")
+
+
+class TaskRequest(McpRequest):
+    """The request a task tool's body gets: an :class:`~django_mcp.McpRequest` plus :attr:`task`.
+
+    ``task`` is the :class:`TaskContext` when the body runs as a task (it
+    then asks the client through the task: ``await request.aask(...)`` parks
+    it in ``input_required``), and None when it runs in the request.
+    """
+
+    task: TaskContext | None
+
+    @classmethod
+    def of(cls, request: McpRequest, task: TaskContext | None) -> TaskRequest:
+        wrapped = cls.__new__(cls)
+        wrapped.__dict__.update(request.__dict__)
+        wrapped.task = task
+        if task is not None:
+            wrapped._sink = None  # the response is gone: progress travels as the task's statusMessage
+            wrapped._asker = task.arequest_input
+        return wrapped
+
+
+def current_task(request: McpRequest) -> TaskContext | None:
+    """The task the request's body runs as, or None (``request.task`` where it exists)."""
+    task = getattr(request, "task", None)
+    return task if isinstance(task, TaskContext) else None
+
+
+@dataclass(frozen=True)
+class _ToolCall:
+    plugin: McpTasks
+    request: McpRequest
+    tool: Tool
+
+
+_current_call: contextvars.ContextVar[_ToolCall | None] = contextvars.ContextVar("django_mcp_task_call", default=None)
 
 
 class McpTasks(ExtensionPlugin):
     """The tasks extension. Installing it in ``McpServer(extension_plugins=[...])`` is the whole switch.
 
-    ``max`` tasks are retained at once (creation past it is refused, nothing
-    is evicted); each lives ``ttl_ms`` from creation (None: until deleted);
-    clients are told to poll every ``poll_interval_ms``. ``bind(request)``
-    names who may see a task (default: the authenticated principal, else the
-    Django user, else anonymous). ``enabled(request)`` switches the extension
-    per request.
+    ``max_tasks`` tasks are retained at once (creation past it is refused,
+    nothing is evicted); each lives ``ttl_seconds`` from creation (None: until
+    deleted); clients are told to poll every ``poll_interval_seconds``.
+    ``bind(request)`` names who may see a task (default: the authenticated
+    principal, else the Django user, else anonymous). ``enabled(request)``
+    switches the extension per request. Both get the :class:`~django_mcp.McpRequest`.
+
+    Tools opt in with ``@tool(task_support="optional" | "required")``: when the
+    client declared the extension, the tool's body runs as the task
+    (``request.task`` is its :class:`TaskContext`); otherwise it runs in the
+    request (and a ``"required"`` tool is refused). With
+    ``run_body_as_task=False`` the body runs in the request and decides itself
+    with :func:`astart_task`.
     """
 
     identifier = EXTENSION_ID
     listen_filter_keys = ("taskIds",)
+    tool_options = {"task_support": _task_support, "run_body_as_task": _flag}
 
     def __init__(
         self,
         *,
-        max: int = 1000,  # noqa: A002 - the option's documented name
-        ttl_ms: int | None = 3_600_000,
-        poll_interval_ms: int = 1000,
-        bind: Callable[[Any], Any] | None = None,
-        enabled: Callable[[HttpRequest], bool] | None = None,
+        max_tasks: int = 1000,
+        ttl_seconds: float | None = 3600,
+        poll_interval_seconds: float = 1.0,
+        bind: Callable[[McpRequest], Any] | None = None,
+        enabled: Callable[[McpRequest], bool] | None = None,
     ) -> None:
-        if not isinstance(max, int) or max < 1:
-            raise ImproperlyConfigured("McpTasks(max=...) must be a positive integer")
-        if ttl_ms is not None and (not isinstance(ttl_ms, int) or ttl_ms < 1):
-            raise ImproperlyConfigured("McpTasks(ttl_ms=...) must be a positive integer or None")
-        if not isinstance(poll_interval_ms, int) or poll_interval_ms < 1:
-            raise ImproperlyConfigured("McpTasks(poll_interval_ms=...) must be a positive integer")
-        self.max = max
-        self.ttl_ms = ttl_ms
-        self.poll_interval_ms = poll_interval_ms
+        if not apps.is_installed("django_mcp"):
+            raise ImproperlyConfigured(
+                "django_mcp.E007: McpTasks stores tasks in the django_mcp app: add 'django_mcp' to INSTALLED_APPS"
+            )
+        if not isinstance(max_tasks, int) or isinstance(max_tasks, bool) or max_tasks < 1:
+            raise ImproperlyConfigured("McpTasks(max_tasks=...) must be a positive integer")
+        if ttl_seconds is not None and (not isinstance(ttl_seconds, int | float) or ttl_seconds <= 0):
+            raise ImproperlyConfigured("McpTasks(ttl_seconds=...) must be a positive number of seconds or None")
+        if not isinstance(poll_interval_seconds, int | float) or poll_interval_seconds <= 0:
+            raise ImproperlyConfigured("McpTasks(poll_interval_seconds=...) must be a positive number of seconds")
+        self.max_tasks = max_tasks
+        self.ttl_seconds = ttl_seconds
+        self.poll_interval_seconds = poll_interval_seconds
         self._bind = bind
         self._enabled = enabled
+        self._store: TaskStore | None = None
+        self._runner: TaskRunner | None = None
+
+    @property
+    def store(self) -> TaskStore:
+        """This plugin's door to the ORM (its threads are made on first use)."""
+        if self._store is None:
+            self._store = TaskStore(get_tasks_settings().TASK_STORE_THREADS)
+        return self._store
+
+    @property
+    def runner(self) -> TaskRunner:
+        """The tasks this plugin runs in this process."""
+        if self._runner is None:
+            self._runner = TaskRunner(self.store)
+        return self._runner
 
     # -- the extension interface -----------------------------------------------------
 
-    def enabled(self, request: HttpRequest) -> bool:
+    def enabled(self, request: McpRequest) -> bool:
         return self._enabled(request) if self._enabled is not None else True
 
     def methods(self) -> Mapping[str, ExtensionMethod]:
         return {
-            "tasks/get": ExtensionMethod(self._get, name_param="taskId"),
-            "tasks/update": ExtensionMethod(self._update, name_param="taskId"),
-            "tasks/cancel": ExtensionMethod(self._cancel, name_param="taskId"),
+            "tasks/get": ExtensionMethod(self._get, TaskIdParams, name_param="taskId"),
+            "tasks/update": ExtensionMethod(self._update, UpdateParams, name_param="taskId"),
+            "tasks/cancel": ExtensionMethod(self._cancel, TaskIdParams, name_param="taskId"),
         }
 
-    def check_tool_call(self, request: McpRequest, tool: Tool) -> None:
-        if tool.task_support == "required" and not request.declares_extension(EXTENSION_ID):
-            raise missing_capability(_REQUIRED, f"Tool {tool.name!r} runs only as a task: declare {EXTENSION_ID}")
+    def decorate_tool(self, tool: Tool, wire: dict[str, Any]) -> None:
+        wire["execution"] = {"taskSupport": tool.extension_options.get("task_support", "forbidden")}
 
-    async def subscribe(self, request: McpRequest, notifications: dict[str, Any]) -> ListenSubscription:
+    async def call_tool(self, request: McpRequest, tool: Tool, proceed: ProceedToolCall) -> Any:
+        support = tool.extension_options.get("task_support", "forbidden")
+        declared = request.declares_extension(EXTENSION_ID)
+        if support == "required" and not declared:
+            raise missing_capability(_REQUIRED, f"Tool {tool.name!r} runs only as a task: declare {EXTENSION_ID}")
+        if support != "forbidden" and declared and tool.extension_options.get("run_body_as_task", True):
+
+            async def body(task: TaskContext) -> Any:
+                return await proceed(TaskRequest.of(request, task))
+
+            return await self.create(request, tool, body)
+        if support == "forbidden":
+            return await proceed(request)
+        token = _current_call.set(_ToolCall(self, request, tool))
+        try:
+            return await proceed(TaskRequest.of(request, None))
+        finally:
+            _current_call.reset(token)
+
+    async def subscribe(self, request: McpRequest, notifications: Mapping[str, Any]) -> ListenSubscription:
         if not request.declares_extension(EXTENSION_ID):
             raise missing_capability(_REQUIRED, f"taskIds needs the {EXTENSION_ID} extension on this request")
-        ids = notifications.get("taskIds")
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise invalid_params("Invalid params: notifications.taskIds must be a list of task ids")
-        if len(ids) > MAX_WATCHED_TASKS:
-            raise invalid_params(f"Invalid params: at most {MAX_WATCHED_TASKS} taskIds per listen stream")
+        ids = parse_params(TaskIdsFilter, "subscriptions/listen", dict(notifications)).taskIds
         owner = self.owner_of(request)
-        visible = [str(t.id) for t in await store.visible_many(ids, owner)]
+        visible = [str(t.id) for t in await self.store.visible_many(ids, owner)]
 
         async def snapshot() -> list[dict[str, Any]]:
-            tasks = [await self._reap_if_orphaned(t) for t in await store.visible_many(visible, owner)]
+            tasks = [await self._reap_if_orphaned(t) for t in await self.store.visible_many(visible, owner)]
             return [notification("notifications/tasks", detailed_task(t)) for t in tasks]
 
-        return ListenSubscription({"taskIds": visible}, tuple(runner.task_group(i) for i in visible), snapshot)
+        return ListenSubscription({"taskIds": visible}, tuple(task_group(i) for i in visible), snapshot)
+
+    def check(self, tools: list[Tool]) -> list[CheckMessage]:
+        from .checks import check_plugin
+
+        return check_plugin(self, tools)
+
+    async def startup(self) -> None:
+        # Dead owners are found by this loop even when no client touches their tasks.
+        self.runner.ensure_maintenance()
+
+    async def shutdown(self, grace_seconds: float) -> None:
+        """Running tasks get ``grace_seconds`` (their signal is set), then what is left fails."""
+        if self._runner is not None:
+            await self._runner.stop(grace_seconds)
 
     # -- binding ---------------------------------------------------------------------------
 
@@ -115,38 +233,34 @@ class McpTasks(ExtensionPlugin):
         Hashed so that a principal that is a secret (a bearer token) is never stored or shown.
         """
         key = str(self._bind(request)) if self._bind is not None else request.principal_key
-        scope = request.server.urls_namespace if request.server is not None else ""
-        return "sha256:" + hashlib.sha256(f"{scope}\0{key}".encode()).hexdigest()
+        return "sha256:" + hashlib.sha256(f"{self.namespace}\0{key}".encode()).hexdigest()
 
-    async def _visible(self, request: McpRequest) -> Task:
-        task_id = request.params.get("taskId")
-        if not isinstance(task_id, str):
-            raise invalid_params("Invalid params: taskId must be a string")
-        task = await store.visible(task_id, self.owner_of(request))
+    async def _visible(self, request: McpRequest, task_id: str) -> Task:
+        task = await self.store.visible(task_id, self.owner_of(request))
         if task is None:
             # Unknown, expired and someone else's all read the same.
             raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
         return await self._reap_if_orphaned(task)
 
     async def _reap_if_orphaned(self, task: Task) -> Task:
-        """Fail an active task whose lease lapsed (its process died): detected lazily, by whoever touches it."""
-        if task.status in ACTIVE and store.lease_lapsed(task) and not runner.running_here(str(task.id)):
-            reaped = await store.fail_if_owner_gone(task, runner.OWNER_GONE)
+        """Fail an active task whose lease lapsed (its process died) as soon as someone touches it."""
+        if task.status in ACTIVE and task_store.lease_lapsed(task) and not self.runner.running_here(str(task.id)):
+            reaped = await self.store.fail_if_owner_gone(task, OWNER_GONE)
             if reaped.status != task.status:
-                await runner.publish(reaped)
+                from .runner import publish
+
+                await publish(reaped)
             return reaped
         return task
 
     # -- methods -------------------------------------------------------------------------------
 
-    async def _get(self, request: McpRequest) -> dict[str, Any]:
-        return detailed_task(await self._visible(request))
+    async def _get(self, request: McpRequest, params: TaskIdParams) -> dict[str, Any]:
+        return detailed_task(await self._visible(request, params.taskId))
 
-    async def _update(self, request: McpRequest) -> dict[str, Any]:
-        responses = request.params.get("inputResponses")
-        if not isinstance(responses, dict):
-            raise invalid_params("Invalid params: tasks/update needs an inputResponses object")
-        task = await self._visible(request)
+    async def _update(self, request: McpRequest, params: UpdateParams) -> dict[str, Any]:
+        task = await self._visible(request, params.taskId)
+        responses = params.inputResponses
         for key, raw in responses.items():
             outstanding = task.input_requests.get(key)
             answer_type = _ANSWER_TYPES.get(outstanding.get("method", "")) if isinstance(outstanding, dict) else None
@@ -155,99 +269,111 @@ class McpTasks(ExtensionPlugin):
                     answer_type.model_validate(raw)
                 except ValueError as exc:
                     raise invalid_params(f"Invalid input response {key!r}: {exc}", {"inputResponse": key}) from None
-        updated, accepted = await store.answer(task.id, self.owner_of(request), responses)
+        updated, accepted = await self.store.answer(task.id, self.owner_of(request), responses)
         if updated is not None and accepted:
-            await runner.publish(updated)
-            await runner.deliver(str(task.id), "input")
+            from .runner import publish
+
+            await publish(updated)
+            await self.runner.deliver(str(task.id), "input")
         return {}
 
-    async def _cancel(self, request: McpRequest) -> dict[str, Any]:
-        task = await self._visible(request)
-        await cancel_task(task)
+    async def _cancel(self, request: McpRequest, params: TaskIdParams) -> dict[str, Any]:
+        task = await self._visible(request, params.taskId)
+        if task.status in ACTIVE:
+            flagged = await self.store.request_cancel(task.id, None)
+            if flagged is not None and flagged.status in ACTIVE:
+                await self.runner.deliver(str(task.id), "cancel")
         return {}
 
+    # -- creation -------------------------------------------------------------------------------
 
-async def cancel_task(task: Task) -> None:
-    """Request cancellation of a task (``tasks/cancel`` and the admin action both come here).
+    async def create(self, request: McpRequest, tool: Tool, run: Run, status_message: str = "") -> ExtensionResult:
+        """Commit a task for this ``tools/call``, start ``run`` on it, and return the handle to answer with."""
+        if shutting_down():
+            raise McpJsonRpcError(
+                INTERNAL_ERROR, "The server is shutting down: retry on another worker", http_status=503
+            )
+        settings = get_tasks_settings()
+        try:
+            task = await self.store.create(
+                tool=tool.name,
+                owner=self.owner_of(request),
+                arguments=request.params.get("arguments") or {},
+                status_message=status_message,
+                ttl_ms=round(self.ttl_seconds * 1000) if self.ttl_seconds is not None else None,
+                poll_interval_ms=round(self.poll_interval_seconds * 1000),
+                max_tasks=self.max_tasks,
+                node=self.runner.node,
+                lease_seconds=settings.TASK_LEASE_SECONDS,
+            )
+        except task_store.TaskLimitReached:
+            raise McpJsonRpcError(
+                INTERNAL_ERROR,
+                f"Task limit reached: this server retains at most {self.max_tasks} tasks; try again later",
+                {"maxTasks": self.max_tasks},
+            ) from None
+        request.finish()  # progress and log of this request never go out once it is a task
+        self.runner.start(task, tool, run, request.client_capabilities)
+        return ExtensionResult(create_task_result(task))
+
+
+def can_create_task(request: McpRequest) -> bool:
+    """Whether :func:`astart_task` answers this request with a task (else it runs the body in the request).
+
+    True inside a task body, and for a ``tools/call`` whose request declared
+    the extension on a server with :class:`McpTasks` installed and enabled.
+    """
+    if current_task(request) is not None:
+        return True
+    call = _current_call.get()
+    return call is not None and request.declares_extension(EXTENSION_ID)
+
+
+async def astart_task(request: McpRequest, *, run: Run, status_message: str = "") -> Any:
+    """Run ``run(task)`` as a task and return the handle to answer the ``tools/call`` with.
+
+    ``run`` is ``async def run(task)`` or a plain ``def run(task)`` (run in a
+    thread); it returns the tool result (anything a tool handler may return),
+    raises ``McpJsonRpcError`` to fail the task, or any other exception for an
+    ``isError`` result. The task row is committed before this returns, so the
+    client can poll it at once.
+
+    Where no task can be created (the client did not declare the extension,
+    the tool is not marked ``task_support``, the plugin is not enabled for the
+    request) ``run`` runs right here with an inline :class:`TaskContext` and its
+    result is returned; inside a body that already runs as a task it runs on
+    that task.
+    """
+    check_run(run)
+    task = current_task(request)
+    if task is not None:
+        if status_message:
+            await task.aupdate(status_message)
+        return await call_run(run, task)
+    call = _current_call.get()
+    if call is None or not request.declares_extension(EXTENSION_ID):
+        return await call_run(run, InlineTask(request, call.tool if call is not None else None))
+    return await call.plugin.create(request, call.tool, run, status_message)
+
+
+def start_task(request: McpRequest, *, run: Run, status_message: str = "") -> Any:
+    """:func:`astart_task` for sync tool handlers (call it from the handler's thread)."""
+    return async_to_sync(astart_task)(request, run=run, status_message=status_message)
+
+
+def cancel_task(task: Task) -> None:
+    """Request cancellation of a task from sync code (the admin action; ``tasks/cancel`` does the same).
 
     The flag is set in the database (the owner also finds it there), and the
     owning process is told through the Channels layer. A terminal task is left as it is.
     """
     if task.status not in ACTIVE:
         return
-    flagged = await store.request_cancel(task.id, None)
+    flagged = task_store.request_cancel(task.id, None)
     if flagged is not None and flagged.status in ACTIVE:
-        await runner.deliver(str(task.id), "cancel")
+        async_to_sync(send_control)(str(task.id), "cancel")
 
 
-@on_shutdown
-async def _stop_running_tasks(grace_seconds: float) -> None:
-    """At shutdown: running tasks get ``grace_seconds`` (their signal is set), then what is left fails."""
-    await runner.stop_all(grace_seconds)
-
-
-def _plugin_for(request: McpRequest) -> McpTasks:
-    server = request.server
-    plugin = server.plugin(EXTENSION_ID) if server is not None else None
-    if not isinstance(plugin, McpTasks):
-        raise TasksUnavailable(
-            "The tasks extension is not installed: add McpTasks() to McpServer(extension_plugins=...)"
-        )
-    if request.method != "tools/call":
-        raise TasksUnavailable(f"Tasks can only be created by tools/call, not {request.method}")
-    if not plugin.enabled(request.http_request):
-        raise TasksUnavailable("The tasks extension is disabled for this request")
-    if not request.declares_extension(EXTENSION_ID):
-        raise TasksUnavailable(f"The client did not declare {EXTENSION_ID} on this request")
-    return plugin
-
-
-def can_create_task(request: McpRequest) -> bool:
-    """Whether :func:`mcp_task` may answer this request with a task.
-
-    True for a ``tools/call`` whose request declared the extension, on a
-    server with :class:`McpTasks` installed and enabled for the request.
-    """
-    try:
-        _plugin_for(request)
-    except TasksUnavailable:
-        return False
-    return True
-
-
-async def mcp_task(request: McpRequest, *, run: runner.Run, status_message: str = "") -> RawResult:
-    """Start ``run(task)`` in the background and return the task handle to answer the ``tools/call`` with.
-
-    The task row is committed before this returns, so the client can poll it
-    at once. ``run`` returns the tool result (anything a tool handler may
-    return), raises ``McpJsonRpcError`` to fail the task, or any other
-    exception for an ``isError`` result. Raises :class:`TasksUnavailable`
-    where :func:`can_create_task` is false.
-    """
-    plugin = _plugin_for(request)
-    if shutting_down():
-        raise McpJsonRpcError(INTERNAL_ERROR, "The server is shutting down: retry on another worker", http_status=503)
-    tool = request.server.tools.get(request.params["name"]) if request.server is not None else None
-    assert tool is not None  # tools/call dispatch found it
-    settings = get_settings()
-    try:
-        task = await store.create(
-            tool=tool.name,
-            owner=plugin.owner_of(request),
-            arguments=request.params.get("arguments") or {},
-            status_message=status_message,
-            ttl_ms=plugin.ttl_ms,
-            poll_interval_ms=plugin.poll_interval_ms,
-            max_tasks=plugin.max,
-            node=runner.NODE,
-            lease_seconds=settings.TASK_LEASE_SECONDS,
-        )
-    except store.TaskLimitReached:
-        raise McpJsonRpcError(
-            INTERNAL_ERROR,
-            f"Task limit reached: this server retains at most {plugin.max} tasks; try again later",
-            {"maxTasks": plugin.max},
-        ) from None
-    request.stop_notifications()  # progress and log never go out for a task
-    runner.start(task, tool, run, request.client_capabilities)
-    return RawResult(create_task_result(task))
+async def acancel_task(task: Task) -> None:
+    """:func:`cancel_task` for async code."""
+    await sync_to_async(cancel_task)(task)

@@ -1,10 +1,11 @@
-"""Running tasks in this process: a supervisor per task, control messages, and the lease heartbeat.
+"""Running tasks in this process: a supervisor per task, one control channel, and the maintenance loop.
 
-Each task runs as an asyncio task with a fresh context (so it does not hold
-the creating request's thread or connection). The database row is the truth:
-control messages through the Channels layer only wake the runner up sooner,
-and the runner re-reads what it may have missed after subscribing and at
-every wake-up.
+Each :class:`McpTasks` plugin owns one :class:`TaskRunner`. A task runs as an
+asyncio task with a fresh context (so it does not hold the creating request's
+thread or connection). The database row is the truth: control messages through
+the Channels layer only wake the runner up sooner, and the maintenance loop
+(one batched query per interval) renews leases, picks up cancels and answers
+whose message was lost, and fails other processes' tasks whose lease lapsed.
 """
 
 from __future__ import annotations
@@ -12,37 +13,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import inspect
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from asgiref.sync import ThreadSensitiveContext, async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.db import InterfaceError, OperationalError, connections
 
-from ..conf import get_settings
 from ..protocol.errors import McpJsonRpcError, missing_capability
 from ..protocol.jsonrpc import notification
+from ..server.context import McpRequest
 from ..server.lifecycle import shutting_down
 from ..server.mrtr import InputRequest
 from ..server.notify import abroadcast
 from ..server.results import call_tool_result, exception_result
 from ..server.tools import Tool
-from . import store
+from .conf import get_tasks_settings
 from .models import Task, TaskStatus
+from .store import TaskStore
 from .wire import detailed_task
 
 logger = logging.getLogger("django_mcp.tasks")
 
-NODE = uuid.uuid4().hex
-"""This server process, as recorded in the rows of the tasks it runs."""
-
 CONTROL_TYPE = "mcp.task.control"
-_INPUT_RECHECK_SECONDS = 1.0  # a waiting runner re-reads its answers at least this often
 
-Run = Callable[["TaskContext"], Awaitable[Any]]
+Run = Callable[["TaskContext"], Any]
+"""A task body: ``async def run(task)`` or ``def run(task)`` (run in a thread), returning the tool result."""
+
 STOPPED: dict[str, Any] = {"code": -32603, "message": "Task interrupted: its server process stopped"}
 OWNER_GONE: dict[str, Any] = {"code": -32603, "message": "Task owner stopped: its server process stopped renewing it"}
 UNSTORABLE: dict[str, Any] = {"code": -32603, "message": "Task result could not be stored"}
@@ -63,44 +64,114 @@ async def publish(task: Task) -> None:
     await abroadcast(task_group(str(task.id)), notification("notifications/tasks", detailed_task(task)))
 
 
-class TaskContext:
-    """What a task's ``run(task)`` gets: its identity, its cancellation signal, and the client.
+def check_run(run: Any) -> None:
+    """Refuse what cannot be a task body before any task is created."""
+    if inspect.iscoroutine(run) or inspect.isawaitable(run):
+        if inspect.iscoroutine(run):
+            run.close()  # never awaited: say so once, here, not as a RuntimeWarning later
+        raise TypeError("run must be the task function, not a coroutine: pass run=fn, not run=fn(task)")
+    if not callable(run):
+        raise TypeError(f"run must be a function taking the task (async def or def), not {type(run).__name__}")
 
-    ``signal`` is set when the task is cancelled (the run is also cancelled
-    at its next ``await``). Report progress with :meth:`update`; ask the
-    client with :meth:`request_input`.
+
+async def call_run(run: Run, task: TaskContext) -> Any:
+    """Call a task body: async ones on the loop, sync ones in the task's own thread."""
+    if inspect.iscoroutinefunction(run):
+        return await run(task)
+    value = await sync_to_async(run)(task)
+    if inspect.isawaitable(value):  # e.g. a lambda returning a coroutine
+        value = await value
+    return value
+
+
+class TaskContext:
+    """What a task body gets: the task's identity, its cancellation signal, and the client.
+
+    Report progress with :meth:`aupdate` (or :meth:`update` from sync code);
+    ask the client with :meth:`arequest_input` (or :meth:`request_input`).
+    ``cancelled`` turns true on ``tasks/cancel`` or at shutdown; an async body
+    is also cancelled at its next ``await``, a sync one should check it.
+
+    When no task can be created (the client did not declare the extension),
+    :func:`~django_mcp.tasks.astart_task` runs the body in the request itself
+    with a context whose updates go out as progress notifications and whose
+    input requests are asked in the request.
     """
 
-    def __init__(self, task: Task, tool: Tool, capabilities: Mapping[str, Any]) -> None:
-        self.id = str(task.id)
-        self.tool = tool
-        self.arguments: dict[str, Any] = dict(task.arguments)
+    id: str | None = None
+    tool: Tool | None
+    arguments: dict[str, Any]
+
+    def __init__(self) -> None:
         self.signal = asyncio.Event()
-        self._capabilities = capabilities
-        self._issued: set[str] = set(task.input_keys)
-        self._wake = asyncio.Event()
-        self._work: asyncio.Future[Any] | None = None
-        self._stopping = False
-        self.gone = False  # the row is no longer active here (deleted, reaped elsewhere): nothing to record
 
     @property
     def cancelled(self) -> bool:
         """Whether the task should stop: ``tasks/cancel``, or the server is shutting down."""
         return self.signal.is_set()
 
-    async def update(self, status_message: str) -> None:
+    async def aupdate(self, status_message: str) -> None:
         """Set the task's ``statusMessage`` (its progress channel); listeners see it at once."""
-        task = await store.set_status_message(self.id, status_message)
+        raise NotImplementedError
+
+    def update(self, status_message: str) -> None:
+        """:meth:`aupdate` for sync task bodies (call it from the body's thread)."""
+        async_to_sync(self.aupdate)(status_message)
+
+    async def arequest_input(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
+        """The client's answers to ``requests`` (key → :func:`~django_mcp.elicit` etc.); unvalidated client input."""
+        raise NotImplementedError
+
+    def request_input(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
+        """:meth:`arequest_input` for sync task bodies (call it from the body's thread)."""
+        return async_to_sync(self.arequest_input)(requests)
+
+
+class InlineTask(TaskContext):
+    """A task body run inside its request: updates are progress notifications, input is asked in the request."""
+
+    def __init__(self, request: McpRequest, tool: Tool | None) -> None:
+        super().__init__()
+        self.tool = tool
+        self.arguments = dict(request.params.get("arguments") or {})
+        self._request = request
+        self._updates = 0
+
+    async def aupdate(self, status_message: str) -> None:
+        self._updates += 1
+        self._request.progress(self._updates, message=status_message)
+
+    async def arequest_input(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
+        return await self._request.aask(requests)
+
+
+class RunningTask(TaskContext):
+    """A stored task being run by this process."""
+
+    def __init__(self, runner: TaskRunner, task: Task, tool: Tool, capabilities: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.id = str(task.id)
+        self.tool = tool
+        self.arguments = dict(task.arguments)
+        self._runner = runner
+        self._capabilities = capabilities
+        self._issued: set[str] = set(task.input_keys)
+        self._wake = asyncio.Event()
+        self.work: asyncio.Future[Any] | None = None
+        self.stopping = False
+        self.gone = False  # the row is no longer active here (deleted, reaped elsewhere): nothing to record
+
+    async def aupdate(self, status_message: str) -> None:
+        task = await self._runner.store.set_status_message(self.id, status_message)
         if task is not None:
             await publish(task)
 
-    async def request_input(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
+    async def arequest_input(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
         """Park the task in ``input_required`` until the client answered every request via ``tasks/update``.
 
-        Returns the answers by the keys given (typed by the request that
-        asked; unvalidated client input). A key used before in this task goes
-        out under a fresh wire name (``confirm``, then ``confirm.2``) so an
-        answer is never attributed to the wrong round.
+        A key used before in this task goes out under a fresh wire name
+        (``confirm``, then ``confirm.2``) so an answer is never attributed to
+        the wrong round; an answer that does not fit is asked again the same way.
         """
         if not requests:
             raise ValueError("request_input needs at least one request")
@@ -111,7 +182,7 @@ class TaskContext:
             pending[self._fresh_key(key)] = (key, request)
         answers: dict[str, Any] = {}
         while pending:
-            task = await store.park(self.id, {wk: r.to_wire() for wk, (_, r) in pending.items()})
+            task = await self._runner.store.park(self.id, {wk: r.to_wire() for wk, (_, r) in pending.items()})
             if task is None:  # no longer active: cancelled, reaped or deleted meanwhile
                 raise self._vanished()
             await publish(task)
@@ -126,18 +197,20 @@ class TaskContext:
         return answers
 
     async def _collect(self, wire_keys: list[str]) -> dict[str, Any]:
-        """Wait until every key is answered; re-read the row at each wake-up (messages may be lost)."""
+        """Wait until every key is answered: woken by tasks/update (or the maintenance loop), then read the row."""
         collected: dict[str, Any] = {}
         while len(collected) < len(wire_keys):
             self._wake.clear()
-            taken = await store.take_answers(self.id, [k for k in wire_keys if k not in collected])
+            taken = await self._runner.store.take_answers(self.id, [k for k in wire_keys if k not in collected])
             if taken is None:
                 raise self._vanished()
             collected.update(taken)
             if len(collected) < len(wire_keys):
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), _INPUT_RECHECK_SECONDS)
+                await self._wake.wait()
         return collected
+
+    def wake(self) -> None:
+        self._wake.set()
 
     def _vanished(self) -> asyncio.CancelledError:
         self.gone = True
@@ -152,66 +225,200 @@ class TaskContext:
         return wire_key
 
 
-_running: dict[str, TaskContext] = {}
-_supervisors: dict[str, asyncio.Task[None]] = {}
-_heartbeat: asyncio.Task[None] | None = None
+class TaskRunner:
+    """The tasks one plugin runs in this process, and the loop that keeps their rows honest."""
 
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+        self.node = uuid.uuid4().hex
+        """This runner, as recorded in the rows of the tasks it runs."""
+        self._running: dict[str, RunningTask] = {}
+        self._supervisors: dict[str, asyncio.Task[None]] = {}
+        self._maintenance: asyncio.Task[None] | None = None
+        self._channel: str | None = None
+        self._receiver: asyncio.Task[None] | None = None
 
-def running_here(task_id: str) -> bool:
-    """Whether this process runs the task."""
-    return task_id in _running
+    def running_here(self, task_id: str) -> bool:
+        """Whether this runner runs the task."""
+        return task_id in self._running
 
+    # -- running -------------------------------------------------------------------------
 
-def start(task: Task, tool: Tool, run: Run, capabilities: Mapping[str, Any]) -> None:
-    """Run ``run(TaskContext)`` in the background, supervised (called once the row is committed)."""
-    context = TaskContext(task, tool, capabilities)
-    loop = asyncio.get_running_loop()
-    _running[context.id] = context
-    _supervisors[context.id] = loop.create_task(_supervise(context, run), context=contextvars.Context())
-    _ensure_heartbeat(loop)
+    def start(self, task: Task, tool: Tool, run: Run, capabilities: Mapping[str, Any]) -> None:
+        """Run ``run(context)`` in the background, supervised (called once the row is committed)."""
+        context = RunningTask(self, task, tool, capabilities)
+        loop = asyncio.get_running_loop()
+        self._running[context.id] = context
+        self._supervisors[context.id] = loop.create_task(self._supervise(context, run), context=contextvars.Context())
+        self.ensure_maintenance(loop)
 
+    async def _supervise(self, context: RunningTask, run: Run) -> None:
+        # The run's own ORM calls get a thread of their own, whose connections are closed at the end.
+        async with ThreadSensitiveContext():
+            work = asyncio.ensure_future(call_run(run, context))
+            context.work = work
+            try:
+                await self._subscribe(context.id)
+                finished = await self._outcome(context, work)
+                if finished is not None:
+                    await publish(finished)
+            finally:
+                self._running.pop(context.id, None)
+                self._supervisors.pop(context.id, None)
+                await self._unsubscribe(context.id)
+                with contextlib.suppress(Exception):
+                    await sync_to_async(connections.close_all)()
 
-async def _supervise(context: TaskContext, run: Run) -> None:
-    # The run's own ORM calls get a thread of their own, whose connections are closed at the end.
-    async with ThreadSensitiveContext():
-        work = asyncio.ensure_future(run(context))
-        context._work = work
-        control = asyncio.ensure_future(_control(context))
-        try:
-            finished = await _outcome(context, work)
-            if finished is not None:
-                await publish(finished)
-        finally:
-            control.cancel()
-            _running.pop(context.id, None)
-            _supervisors.pop(context.id, None)
-            with contextlib.suppress(Exception):
-                await sync_to_async(connections.close_all)()
-
-
-async def _outcome(context: TaskContext, work: asyncio.Future[Any]) -> Task | None:
-    """Record how the run ended (retrying while the database is down)."""
-    ending = await _ending(context, work)
-    if ending is None:
-        return None
-    status, fields = ending
-    deadline = asyncio.get_running_loop().time() + get_settings().TASK_FINAL_WRITE_RETRY_SECONDS
-    delay = 0.1
-    while True:
-        try:
-            return await store.finish(context.id, status, **fields)
-        except (OperationalError, InterfaceError):
-            if asyncio.get_running_loop().time() + delay > deadline:
-                logger.error(
-                    "Task %s ended %s but the database stayed unavailable; its lease will lapse", context.id, status
+    async def _outcome(self, context: RunningTask, work: asyncio.Future[Any]) -> Task | None:
+        """Record how the run ended (retrying while the database is down)."""
+        ending = await _ending(context, work)
+        if ending is None:
+            return None
+        status, fields = ending
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + get_tasks_settings().TASK_FINAL_WRITE_RETRY_SECONDS
+        delay = 0.1
+        while True:
+            try:
+                return await self.store.finish(context.id, status, **fields)
+            except (OperationalError, InterfaceError):
+                if loop.time() + delay > deadline:
+                    logger.error(
+                        "Task %s ended %s but the database stayed unavailable; its lease will lapse", context.id, status
+                    )
+                    return None
+                logger.warning("Task %s: database unavailable, retrying its final write in %.1f s", context.id, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+            except Exception:
+                logger.exception("Task %s: could not store its outcome", context.id)
+                return await self.store.finish(
+                    context.id, TaskStatus.FAILED, error=UNSTORABLE, message=UNSTORABLE["message"]
                 )
-                return None
-            logger.warning("Task %s: database unavailable, retrying its final write in %.1f s", context.id, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+
+    # -- control ---------------------------------------------------------------------------
+
+    def act_here(self, task_id: str, op: str) -> bool:
+        """Cancel or wake a task this runner runs. False if it does not run here."""
+        context = self._running.get(task_id)
+        if context is None:
+            return False
+        if op == "cancel":
+            context.signal.set()
+            if context.work is not None:
+                context.work.cancel()
+        else:
+            context.wake()
+        return True
+
+    async def deliver(self, task_id: str, op: str) -> None:
+        """Deliver ``cancel`` or ``input`` to whichever process runs the task."""
+        if not self.act_here(task_id, op):
+            await send_control(task_id, op)
+
+    async def _subscribe(self, task_id: str) -> None:
+        """Join the task's control group on this runner's one channel; then re-read what came before."""
+        layer = get_channel_layer()
+        if layer is not None:
+            try:
+                if self._channel is None or self._receiver is None or self._receiver.done():
+                    self._channel = await layer.new_channel()
+                    self._receiver = asyncio.get_running_loop().create_task(
+                        self._receive(layer, self._channel), context=contextvars.Context()
+                    )
+                await layer.group_add(control_group(task_id), self._channel)
+            except Exception:
+                logger.warning("Task %s: no control channel; relying on the database", task_id, exc_info=True)
+        task = await self.store.reload(task_id)
+        if task is not None and task.cancel_requested:
+            self.act_here(task_id, "cancel")
+        if task is not None and task.input_responses:
+            self.act_here(task_id, "input")
+
+    async def _unsubscribe(self, task_id: str) -> None:
+        layer = get_channel_layer()
+        if layer is not None and self._channel is not None:
+            with contextlib.suppress(Exception):
+                await layer.group_discard(control_group(task_id), self._channel)
+
+    async def _receive(self, layer: Any, channel: str) -> None:
+        try:
+            while True:
+                message = await layer.receive(channel)
+                if message.get("type") == CONTROL_TYPE:
+                    self.act_here(str(message.get("task")), str(message.get("op")))
+        except asyncio.CancelledError:
+            raise
         except Exception:
-            logger.exception("Task %s: could not store its outcome", context.id)
-            return await store.finish(context.id, TaskStatus.FAILED, error=UNSTORABLE, message=UNSTORABLE["message"])
+            logger.warning("The task control channel failed; relying on the database until the next task")
+
+    # -- maintenance ------------------------------------------------------------------------
+
+    def ensure_maintenance(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Start the maintenance loop on ``loop`` (the running one by default) unless it runs there."""
+        loop = loop or asyncio.get_running_loop()
+        if self._maintenance is None or self._maintenance.done() or self._maintenance.get_loop() is not loop:
+            self._maintenance = loop.create_task(self._maintain(), context=contextvars.Context())
+
+    async def _maintain(self) -> None:
+        """Every renew interval: renew this runner's leases, pick up missed control, reap dead owners' tasks."""
+        failures = 0
+        while True:
+            settings = get_tasks_settings()
+            await asyncio.sleep(settings.TASK_LEASE_RENEW_SECONDS)
+            try:
+                await self.maintain_once(settings.TASK_LEASE_SECONDS)
+                failures = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failures += 1
+                if failures == 1 or failures % 60 == 0:  # a bounded number of lines during an outage
+                    logger.warning("Task maintenance failed (%d in a row): %s", failures, exc)
+
+    async def maintain_once(self, lease_seconds: float) -> None:
+        if self._running:
+            flagged, answered, vanished = await self.store.renew_leases(list(self._running), lease_seconds)
+            for task_id in vanished:  # deleted or finished elsewhere: stop the run, record nothing
+                context = self._running.get(task_id)
+                if context is not None:
+                    context.gone = True
+                    self.act_here(task_id, "cancel")
+            for task_id in flagged:
+                self.act_here(task_id, "cancel")
+            for task_id in answered:
+                self.act_here(task_id, "input")
+        for reaped in await self.store.reap_lapsed(self.node, OWNER_GONE):
+            await publish(reaped)
+
+    async def stop(self, grace_seconds: float = 0) -> None:
+        """Shutdown: signal every task of this runner, give them ``grace_seconds``, then fail what is left."""
+        contexts = list(self._running.values())
+        supervisors = list(self._supervisors.values())
+        for context in contexts:
+            context.signal.set()
+        if supervisors and grace_seconds > 0:
+            await asyncio.wait(supervisors, timeout=grace_seconds)
+        for context in contexts:
+            context.stopping = True
+            if context.work is not None:
+                context.work.cancel()
+        if supervisors:
+            await asyncio.wait(supervisors, timeout=10)
+        for background in (self._maintenance, self._receiver):
+            if background is not None:
+                background.cancel()
+
+
+async def send_control(task_id: str, op: str) -> None:
+    """Send ``cancel`` or ``input`` to whichever process runs the task, through the Channels layer."""
+    layer = get_channel_layer()
+    if layer is None:
+        return  # the owner finds the flag or the answers in the row at its next maintenance
+    try:
+        await layer.group_send(control_group(task_id), {"type": CONTROL_TYPE, "task": task_id, "op": op})
+    except Exception:
+        logger.warning("Could not deliver %s for task %s through the channel layer", op, task_id)
 
 
 def _failed(error: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -222,20 +429,25 @@ def _completed(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return TaskStatus.COMPLETED, {"result": {**result, "resultType": "complete"}}
 
 
-async def _ending(context: TaskContext, work: asyncio.Future[Any]) -> tuple[str, dict[str, Any]] | None:
+async def _ending(context: RunningTask, work: asyncio.Future[Any]) -> tuple[str, dict[str, Any]] | None:
     """How the run ended, as the terminal status and its fields (compare-and-set later); None: nothing to record."""
     try:
         value = await work
     except asyncio.CancelledError:
         if context.gone:
             return None
-        if context._stopping or shutting_down():
+        if context.stopping or shutting_down():
             return _failed(STOPPED)
         if not context.cancelled:
             raise  # our supervisor itself was cancelled: leave the row to the lease
         return TaskStatus.CANCELLED, {"message": "Cancelled"}
     except McpJsonRpcError as exc:
         return _failed(exc.to_error())
+    except (OperationalError, InterfaceError) as exc:
+        # The task's own bookkeeping (or its body) lost the database: that is the server's failure,
+        # never an isError result the tool did not produce.
+        logger.error("Task %s lost the database: %s", context.id, exc)
+        return _failed({"code": -32603, "message": "Task failed: the database was unavailable"})
     except Exception as exc:
         return _completed(exception_result(context.tool, exc))
     try:
@@ -247,106 +459,3 @@ async def _ending(context: TaskContext, work: asyncio.Future[Any]) -> tuple[str,
         return _completed(exception_result(context.tool, TypeError(f"the task's result is not JSON: {exc}")))
     return _completed(result)
 
-
-def cancel_here(task_id: str) -> bool:
-    """Cancel a task this process runs: set its signal and cancel the run. False if not running here."""
-    context = _running.get(task_id)
-    if context is None:
-        return False
-    context.signal.set()
-    if context._work is not None:
-        context._work.cancel()
-    return True
-
-
-def wake_here(task_id: str) -> bool:
-    """Tell a runner of this process that answers arrived."""
-    context = _running.get(task_id)
-    if context is None:
-        return False
-    context._wake.set()
-    return True
-
-
-def _act_here(task_id: str, op: str) -> bool:
-    return cancel_here(task_id) if op == "cancel" else wake_here(task_id)
-
-
-async def deliver(task_id: str, op: str) -> None:
-    """Deliver ``cancel`` or ``input`` to whichever process runs the task."""
-    if _act_here(task_id, op):
-        return
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        await layer.group_send(control_group(task_id), {"type": CONTROL_TYPE, "op": op})
-    except Exception:  # the owner also re-reads the row at its next wake-up
-        logger.warning("Could not deliver %s for task %s through the channel layer", op, task_id, exc_info=True)
-
-
-async def _control(context: TaskContext) -> None:
-    """Listen for control messages from other processes; first re-read what may have come before."""
-    layer = get_channel_layer()
-    channel = None
-    try:
-        if layer is not None:
-            channel = await layer.new_channel()
-            await layer.group_add(control_group(context.id), channel)
-        task = await store.reload(context.id)
-        if task is not None and task.cancel_requested:
-            cancel_here(context.id)
-        if task is not None and task.input_responses:
-            wake_here(context.id)
-        while layer is not None and channel is not None:
-            message = await layer.receive(channel)
-            if message.get("type") == CONTROL_TYPE:
-                _act_here(context.id, str(message.get("op")))
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        logger.warning("Task %s lost its control channel; relying on the database", context.id, exc_info=True)
-    finally:
-        if layer is not None and channel is not None:
-            with contextlib.suppress(Exception):
-                await layer.group_discard(control_group(context.id), channel)
-
-
-def _ensure_heartbeat(loop: asyncio.AbstractEventLoop) -> None:
-    global _heartbeat
-    if _heartbeat is None or _heartbeat.done() or _heartbeat.get_loop() is not loop:
-        _heartbeat = loop.create_task(_renew_leases(), context=contextvars.Context())
-
-
-async def _renew_leases() -> None:
-    """One batched update per interval renews every lease of this process and picks up DB-only cancels."""
-    while _running:
-        settings = get_settings()
-        await asyncio.sleep(settings.TASK_LEASE_RENEW_SECONDS)
-        try:
-            flagged, vanished = await store.renew_leases(list(_running), settings.TASK_LEASE_SECONDS)
-            for task_id in vanished:  # deleted or finished elsewhere: stop the run, record nothing
-                context = _running.get(task_id)
-                if context is not None:
-                    context.gone = True
-                    cancel_here(task_id)
-            for task_id in flagged:
-                cancel_here(task_id)
-        except Exception:
-            logger.warning("Could not renew task leases", exc_info=True)
-
-
-async def stop_all(grace_seconds: float = 0) -> None:
-    """Shutdown: signal every task of this process, give them ``grace_seconds``, then fail what is left."""
-    contexts = list(_running.values())
-    supervisors = list(_supervisors.values())
-    for context in contexts:
-        context.signal.set()
-    if supervisors and grace_seconds > 0:
-        await asyncio.wait(supervisors, timeout=grace_seconds)
-    for context in contexts:
-        context._stopping = True
-        if context._work is not None:
-            context._work.cancel()
-    if supervisors:
-        await asyncio.wait(supervisors, timeout=10)

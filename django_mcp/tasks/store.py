@@ -1,7 +1,9 @@
 """The one door between task code and the ORM.
 
-Every function runs in a small dedicated thread pool and closes its
-connection when done (background tasks have no request to do it for them).
+The functions here are plain sync ORM code. :class:`TaskStore` runs them for
+async callers in a small thread pool of its own (one per plugin), recycling
+connections around each call (background tasks have no request to do it for
+them).
 """
 
 from __future__ import annotations
@@ -22,11 +24,10 @@ from .models import ACTIVE, TERMINAL, Task, TaskStatus
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="django-mcp-store")
 _CAP_LOCK_KEY = 0x6D63707461736B  # "mcptask": serialises creation at the cap across processes (PostgreSQL)
 
 
-def _in_store_thread(fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+def _guarded(fn: Callable[P, R]) -> Callable[P, R]:
     @wraps(fn)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         # A pooled or server connection is recycled around every call (Django's own rule, as for a
@@ -44,7 +45,7 @@ def _in_store_thread(fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
             if recycle:
                 close_old_connections()
 
-    return cast(Callable[P, Coroutine[Any, Any, R]], sync_to_async(run, thread_sensitive=False, executor=_executor))
+    return run
 
 
 class TaskLimitReached(Exception):  # noqa: N818
@@ -58,7 +59,6 @@ def _parse_id(task_id: Any) -> uuid.UUID | None:
         return None
 
 
-@_in_store_thread
 def create(
     *,
     tool: str,
@@ -96,7 +96,6 @@ def create(
         )
 
 
-@_in_store_thread
 def visible(task_id: Any, owner: str) -> Task | None:
     """The task if it exists, belongs to ``owner`` and has not expired (an expired one is deleted)."""
     pk = _parse_id(task_id)
@@ -109,7 +108,6 @@ def visible(task_id: Any, owner: str) -> Task | None:
     return task
 
 
-@_in_store_thread
 def visible_many(task_ids: Iterable[Any], owner: str) -> list[Task]:
     """The visible tasks among ``task_ids``, in the order given."""
     pks = [pk for pk in (_parse_id(t) for t in task_ids) if pk is not None]
@@ -117,19 +115,16 @@ def visible_many(task_ids: Iterable[Any], owner: str) -> list[Task]:
     return [found[pk] for pk in dict.fromkeys(pks) if pk in found]
 
 
-@_in_store_thread
 def reload(task_id: Any) -> Task | None:
     return Task.objects.filter(pk=task_id).first()
 
 
-@_in_store_thread
 def set_status_message(task_id: Any, message: str) -> Task | None:
     """Change an active task's status message; None if the task is no longer active."""
     moved = Task.objects.filter(pk=task_id, status__in=ACTIVE).update(status_message=message, updated_at=timezone.now())
     return Task.objects.filter(pk=task_id).first() if moved else None
 
 
-@_in_store_thread
 def park(task_id: Any, requests: Mapping[str, Any]) -> Task | None:
     """Add outstanding input requests and move the task to ``input_required``."""
     with transaction.atomic():
@@ -144,7 +139,6 @@ def park(task_id: Any, requests: Mapping[str, Any]) -> Task | None:
         return task
 
 
-@_in_store_thread
 def answer(task_id: Any, owner: str, responses: Mapping[str, Any]) -> tuple[Task | None, list[str]]:
     """Record answers to outstanding requests; others (never issued, already answered) are ignored.
 
@@ -171,7 +165,6 @@ def answer(task_id: Any, owner: str, responses: Mapping[str, Any]) -> tuple[Task
         return task, accepted
 
 
-@_in_store_thread
 def take_answers(task_id: Any, keys: Iterable[str]) -> dict[str, Any] | None:
     """Consume the received answers among ``keys``; None if the task is gone or no longer active."""
     keys = list(keys)
@@ -186,7 +179,6 @@ def take_answers(task_id: Any, keys: Iterable[str]) -> dict[str, Any] | None:
         return taken
 
 
-@_in_store_thread
 def request_cancel(task_id: Any, owner: str | None) -> Task | None:
     """Flag an active task for cancellation; returns the task (None if not visible)."""
     pk = _parse_id(task_id)
@@ -199,7 +191,6 @@ def request_cancel(task_id: Any, owner: str | None) -> Task | None:
     return tasks.first()
 
 
-@_in_store_thread
 def finish(
     task_id: Any, status: str, *, result: Any = None, error: Any = None, message: str | None = None
 ) -> Task | None:
@@ -213,16 +204,44 @@ def finish(
     return Task.objects.filter(pk=task_id).first()
 
 
-@_in_store_thread
-def renew_leases(task_ids: list[str], lease_seconds: float) -> tuple[list[str], list[str]]:
+def renew_leases(task_ids: list[str], lease_seconds: float) -> tuple[list[str], list[str], list[str]]:
     """One batched lease renewal for the tasks this process runs.
 
-    Returns the ids flagged for cancellation, and those no longer active (deleted, or finished elsewhere).
+    Returns the ids flagged for cancellation, those with answers waiting to be
+    taken (a fallback for a lost wake-up), and those no longer active (deleted,
+    or finished elsewhere).
     """
     mine = Task.objects.filter(pk__in=task_ids).active()
     mine.update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds))
-    state = {str(pk): cancel for pk, cancel in mine.values_list("pk", "cancel_requested")}
-    return [t for t, cancel in state.items() if cancel], [t for t in task_ids if t not in state]
+    state = {str(pk): (cancel, bool(answers)) for pk, cancel, answers in mine.values_list("pk", "cancel_requested", "input_responses")}
+    return (
+        [t for t, (cancel, _) in state.items() if cancel],
+        [t for t, (_, answered) in state.items() if answered],
+        [t for t in task_ids if t not in state],
+    )
+
+
+def reap_lapsed(node: str, error: dict[str, Any], limit: int = 500) -> list[Task]:
+    """Fail active tasks of other processes whose lease lapsed (their process died): a bounded, batched sweep.
+
+    Returns the tasks failed here (compare-and-set: each is failed by exactly one sweeper).
+    """
+    now = timezone.now()
+    lapsed = list(
+        Task.objects.active()
+        .filter(lease_expires_at__lte=now)
+        .exclude(node=node)
+        .order_by("lease_expires_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    reaped = []
+    for pk in lapsed:
+        moved = Task.objects.filter(pk=pk, status__in=ACTIVE, lease_expires_at__lte=now).update(
+            status=TaskStatus.FAILED, error=error, status_message=error["message"], input_requests={}, updated_at=now
+        )
+        if moved:
+            reaped.append(pk)
+    return list(Task.objects.filter(pk__in=reaped))
 
 
 def lease_lapsed(task: Task) -> bool:
@@ -230,7 +249,6 @@ def lease_lapsed(task: Task) -> bool:
     return task.lease_expires_at is not None and task.lease_expires_at <= timezone.now()
 
 
-@_in_store_thread
 def fail_if_owner_gone(task: Task, error: dict[str, Any]) -> Task:
     """Finish an active task whose lease lapsed (its process died or gave up on it); else return it as is.
 
@@ -249,3 +267,33 @@ def sweep_expired(now: datetime | None = None) -> int:
     """Delete expired tasks (sync; for the management command). Returns how many."""
     deleted, _ = Task.objects.expired(now or timezone.now()).delete()
     return deleted
+
+
+class TaskStore:
+    """The store functions as coroutines, each run in this store's own small thread pool."""
+
+    def __init__(self, threads: int) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="django-mcp-store")
+        self.create = self._door(create)
+        self.visible = self._door(visible)
+        self.visible_many = self._door(visible_many)
+        self.reload = self._door(reload)
+        self.set_status_message = self._door(set_status_message)
+        self.park = self._door(park)
+        self.answer = self._door(answer)
+        self.take_answers = self._door(take_answers)
+        self.request_cancel = self._door(request_cancel)
+        self.finish = self._door(finish)
+        self.renew_leases = self._door(renew_leases)
+        self.reap_lapsed = self._door(reap_lapsed)
+        self.fail_if_owner_gone = self._door(fail_if_owner_gone)
+
+    def _door(self, fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+        return cast(
+            Callable[P, Coroutine[Any, Any, R]],
+            sync_to_async(_guarded(fn), thread_sensitive=False, executor=self._executor),
+        )
+
+    def close(self) -> None:
+        """Stop the threads once their work is done."""
+        self._executor.shutdown(wait=False)

@@ -45,7 +45,7 @@ async def slow_job(request: McpRequest, steps: int = 5, delay_ms: int = 200) -> 
 # -- tasks ---------------------------------------------------------------------------
 
 from django_mcp import elicit  # noqa: E402
-from django_mcp.tasks import TaskContext, can_create_task, mcp_task  # noqa: E402
+from django_mcp.tasks import TaskContext, can_create_task, astart_task  # noqa: E402
 
 FRAMES = 100
 
@@ -65,10 +65,10 @@ async def render(request: McpRequest, scene: str, frames: int = FRAMES) -> str |
     async def run(task: TaskContext) -> str:
         for frame in range(1, frames + 1):
             await render_frame(scene, frame)  # a cancelled task stops at its next await
-            await task.update(f"Frame {frame}/{frames}")
+            await task.aupdate(f"Frame {frame}/{frames}")
         return f"Rendered {scene!r} ({frames} frames)."
 
-    return await mcp_task(request, run=run, status_message="Queued")
+    return await astart_task(request, run=run, status_message="Queued")
 
 
 CONFIRM = {
@@ -83,14 +83,14 @@ async def delete_everything(request: McpRequest) -> dict:
     """Pretend to delete everything, after asking for confirmation mid-task."""
 
     async def run(task: TaskContext) -> str:
-        await task.update("Waiting for confirmation")
-        answers = await task.request_input({"confirm": elicit("This deletes everything. Go ahead?", CONFIRM)})
+        await task.aupdate("Waiting for confirmation")
+        answers = await task.arequest_input({"confirm": elicit("This deletes everything. Go ahead?", CONFIRM)})
         answer = answers["confirm"]  # unvalidated client input
         if answer.action != "accept" or not (answer.content or {}).get("confirm"):
             return "Nothing was deleted."
         for step in range(1, 4):
             await asyncio.sleep(0.2)
-            await task.update(f"Deleting… {step}/3")
+            await task.aupdate(f"Deleting… {step}/3")
         return "Everything is gone (not really: this is a demo)."
 
-    return await mcp_task(request, run=run, status_message="Starting")
+    return await astart_task(request, run=run, status_message="Starting")

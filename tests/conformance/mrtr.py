@@ -69,7 +69,7 @@ def root_uris(answer: RootsAnswer) -> str:
 
 @tool(description="MRTR: asks for the user's name (elicitation, key user_name), then greets them.")
 async def test_input_required_result_elicitation(request: McpRequest) -> str:
-    answers = await request.ask({"user_name": ask_name()})
+    answers = await request.aask({"user_name": ask_name()})
     return f"Hello, {field(answers['user_name'], 'name')}!"
 
 
@@ -79,19 +79,19 @@ async def test_input_required_result_sampling(request: McpRequest) -> str:
         messages=[{"role": "user", "content": {"type": "text", "text": "What is the capital of France?"}}],
         max_tokens=100,
     )
-    answers = await request.ask({"capital_question": question})
+    answers = await request.aask({"capital_question": question})
     return f"Sampling answered: {sampled_text(answers['capital_question'])}"
 
 
 @tool(description="MRTR: asks for the client's roots (roots/list, key client_roots).")
 async def test_input_required_result_list_roots(request: McpRequest) -> str:
-    answers = await request.ask({"client_roots": list_roots()})
+    answers = await request.aask({"client_roots": list_roots()})
     return f"Client roots: {root_uris(answers['client_roots'])}"
 
 
 @tool(description="MRTR: asks for a confirmation (key confirm) and answers state-ok once the requestState came back.")
 async def test_input_required_result_request_state(request: McpRequest) -> str:
-    answers = await request.ask({"confirm": elicit("Please confirm", CONFIRM_SCHEMA)})
+    answers = await request.aask({"confirm": elicit("Please confirm", CONFIRM_SCHEMA)})
     # django_mcp already verified the signature and binding of the echoed state.
     state = "state-ok" if "requestState" in request.params else "state-missing"
     return f"{state}: confirmed={field(answers['confirm'], 'ok')}"
@@ -99,7 +99,7 @@ async def test_input_required_result_request_state(request: McpRequest) -> str:
 
 @tool(description="MRTR: asks for an elicitation, a sampling and the roots in one round.")
 async def test_input_required_result_multiple_inputs(request: McpRequest) -> str:
-    answers = await request.ask(
+    answers = await request.aask(
         {
             "user_name": ask_name(),
             "greeting": sample(
@@ -118,14 +118,14 @@ async def test_input_required_result_multiple_inputs(request: McpRequest) -> str
 
 @tool(description="MRTR over two rounds: step1 asks the name, step2 the favourite colour (state grows).")
 async def test_input_required_result_multi_round(request: McpRequest) -> str:
-    first = await request.ask({"step1": ask_name("Step 1: What is your name?")})
-    second = await request.ask({"step2": elicit("Step 2: What is your favorite color?", COLOR_SCHEMA)})
+    first = await request.aask({"step1": ask_name("Step 1: What is your name?")})
+    second = await request.aask({"step2": elicit("Step 2: What is your favorite color?", COLOR_SCHEMA)})
     return f"{field(first['step1'], 'name')} likes {field(second['step2'], 'color')}."
 
 
 @tool(description="MRTR with an integrity-protected requestState: a modified state is rejected (-32602).")
 async def test_input_required_result_tampered_state(request: McpRequest) -> str:
-    answers = await request.ask({"confirm": elicit("Please confirm", CONFIRM_SCHEMA)})
+    answers = await request.aask({"confirm": elicit("Please confirm", CONFIRM_SCHEMA)})
     return f"Verified state; confirmed={field(answers['confirm'], 'ok')}"
 
 
@@ -142,12 +142,12 @@ async def test_input_required_result_capabilities(request: McpRequest) -> str:
         max_tokens=50,
     )
     if request.can_ask(by_elicitation):
-        answers = await request.ask({"user_name": by_elicitation})
+        answers = await request.aask({"user_name": by_elicitation})
         return f"Hello, {field(answers['user_name'], 'name')}!"
     if request.can_ask(by_sampling):
-        answers = await request.ask({"user_name": by_sampling})
+        answers = await request.aask({"user_name": by_sampling})
         return f"Hello, {sampled_text(answers['user_name'])}!"
-    answers = await request.ask({"client_roots": list_roots()})  # -32021 when roots are not declared either
+    answers = await request.aask({"client_roots": list_roots()})  # -32021 when roots are not declared either
     return f"Client roots: {root_uris(answers['client_roots'])}"
 
 
@@ -157,5 +157,5 @@ async def test_input_required_result_capabilities(request: McpRequest) -> str:
     description="MRTR on prompts/get: asks which context to use (key user_context), then builds the prompt.",
 )
 async def test_input_required_result_prompt(request: McpRequest) -> str:
-    answers = await request.ask({"user_context": elicit("What context should the prompt use?", CONTEXT_SCHEMA)})
+    answers = await request.aask({"user_context": elicit("What context should the prompt use?", CONTEXT_SCHEMA)})
     return f"Use this context: {field(answers['user_context'], 'context')}"

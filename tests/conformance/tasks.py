@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from django_mcp import McpJsonRpcError, McpRequest, ToolError, elicit, tool
-from django_mcp.tasks import TaskContext, can_create_task, mcp_task
+from django_mcp.tasks import TaskContext, can_create_task, astart_task
 
 CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
 
@@ -22,7 +22,7 @@ async def _sleep_in_steps(task: TaskContext | None, seconds: float) -> None:
     for step in range(1, steps + 1):
         await asyncio.sleep(seconds / steps)
         if task is not None:
-            await task.update(f"Step {step}/{steps}")
+            await task.aupdate(f"Step {step}/{steps}")
 
 
 @tool(task_support="optional", description="Sleeps `seconds`, as a task when the client allows it.")
@@ -36,7 +36,7 @@ async def slow_compute(request: McpRequest, seconds: float = 1, label: str = "")
         await _sleep_in_steps(task, seconds)
         return done
 
-    return await mcp_task(request, run=run, status_message="Queued")
+    return await astart_task(request, run=run, status_message="Queued")
 
 
 @tool(task_support="required", description="Runs about a second as a task, then fails as a tool error.")
@@ -45,7 +45,7 @@ async def failing_job(request: McpRequest) -> Any:
         await asyncio.sleep(1)
         raise ToolError("failing_job failed on purpose")
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @tool(task_support="optional", description="Fails with a JSON-RPC error.")
@@ -58,24 +58,24 @@ async def protocol_error_job(request: McpRequest) -> Any:
         await asyncio.sleep(0.2)
         raise error
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @tool(task_support="optional", description="Asks for confirmation mid-task before deleting `filename`.")
 async def confirm_delete(request: McpRequest, filename: str) -> Any:
     async def run(task: TaskContext) -> str:
-        answers = await task.request_input({"confirm": elicit(f"Delete {filename}?", CONFIRM)})
+        answers = await task.arequest_input({"confirm": elicit(f"Delete {filename}?", CONFIRM)})
         answer = answers["confirm"]
         confirmed = answer.action == "accept" and bool((answer.content or {}).get("confirm"))
         return f"Deleted {filename}" if confirmed else f"Kept {filename}"
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @tool(task_support="optional", description="Asks two questions at once mid-task.")
 async def multi_input(request: McpRequest) -> Any:
     async def run(task: TaskContext) -> str:
-        answers = await task.request_input(
+        answers = await task.arequest_input(
             {
                 "first_name": elicit("First name?", {"type": "object", "properties": {"name": {"type": "string"}}}),
                 "last_name": elicit("Last name?", {"type": "object", "properties": {"name": {"type": "string"}}}),
@@ -83,12 +83,12 @@ async def multi_input(request: McpRequest) -> Any:
         )
         return " ".join(str((a.content or {}).get("name", "?")) for a in answers.values())
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)
 
 
 @tool(task_support="required", description="Asks for a name (MRTR), then greets it from a task.")
 async def test_tool_with_task(request: McpRequest) -> Any:
-    answers = await request.ask(
+    answers = await request.aask(
         {"name": elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})}
     )
     name = (answers["name"].content or {}).get("name", "stranger")
@@ -97,4 +97,4 @@ async def test_tool_with_task(request: McpRequest) -> Any:
         await asyncio.sleep(0.1)
         return f"Hello, {name}! (from a task)"
 
-    return await mcp_task(request, run=run)
+    return await astart_task(request, run=run)

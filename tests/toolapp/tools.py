@@ -175,7 +175,7 @@ NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "requ
 
 @tool
 async def greet_me(request: McpRequest) -> str:
-    answers = await request.ask({"who": elicit("Who are you?", NAME_FORM)})
+    answers = await request.aask({"who": elicit("Who are you?", NAME_FORM)})
     answer = answers["who"]
     if answer.action != "accept":
         return f"No name ({answer.action})."
@@ -184,20 +184,20 @@ async def greet_me(request: McpRequest) -> str:
 
 @tool
 async def two_step(request: McpRequest, item: str) -> str:
-    first = await request.ask({"size": elicit(f"Size of {item}?", {"type": "object", "properties": {}})})
-    second = await request.ask({"colour": elicit(f"Colour of {item}?", {"type": "object", "properties": {}})})
+    first = await request.aask({"size": elicit(f"Size of {item}?", {"type": "object", "properties": {}})})
+    second = await request.aask({"colour": elicit(f"Colour of {item}?", {"type": "object", "properties": {}})})
     return f"{item}: {first['size'].content} {second['colour'].content}"
 
 
 @tool
 def sync_confirm(request: McpRequest) -> str:
-    answer = request.ask_sync({"ok": elicit("Sure?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})})
+    answer = request.ask({"ok": elicit("Sure?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})})
     return f"confirmed={answer['ok'].content['ok']}"
 
 
 @tool
 async def strict_form(request: McpRequest) -> str:
-    answer = await request.ask(
+    answer = await request.aask(
         {
             "age": elicit(
                 "Age?",
@@ -214,11 +214,11 @@ async def ask_model(request: McpRequest) -> str:
     messages = [{"role": "user", "content": {"type": "text", "text": "Capital of France?"}}]
     if not request.can_ask(sample(messages, max_tokens=10)):
         return "no sampling"
-    answer = await request.ask({"q": sample(messages, max_tokens=10)})
+    answer = await request.aask({"q": sample(messages, max_tokens=10)})
     return f"model said: {answer['q'].content['text']}"
 
 
 @tool
 async def my_roots(request: McpRequest) -> str:
-    answer = await request.ask({"roots": list_roots()})
+    answer = await request.aask({"roots": list_roots()})
     return ",".join(root.uri for root in answer["roots"].roots)

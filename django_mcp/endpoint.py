@@ -1,0 +1,136 @@
+"""``McpServer``: one MCP endpoint of a Django project (registries, options, extensions, auth), mountable in urls.py."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from .conf import get_settings
+from .server.context import McpRequest
+from .server.dispatch import Dispatcher
+from .server.extensions import ExtensionPlugin
+from .server.lifecycle import lifecycle
+from .server.options import ResolvedOptions, ServerOptions
+from .server.prompts import PromptRegistry
+from .server.prompts import prompts as project_prompts
+from .server.registry import ToolRegistry
+from .server.registry import registry as project_tools
+from .server.resources import ResourceRegistry
+from .server.resources import resources as project_resources
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+    from django.urls import URLPattern
+    from ninja import NinjaAPI
+
+_UNSET: Any = object()
+
+servers: weakref.WeakSet[McpServer] = weakref.WeakSet()
+"""Every server built in this process (the system checks inspect them)."""
+
+
+class McpServer:
+    """One MCP server: its tools, prompts, resources, options, extensions and auth. Mount it with :attr:`urls`.
+
+    ``options`` is a :class:`ServerOptions` or a callable of the ``HttpRequest``
+    returning one for per-request options. ``auth`` is any django-ninja auth
+    (e.g. an ``HttpBearer`` subclass or ``ninja.security.django_auth``); by
+    default it is taken from ``DJANGO_MCP["AUTH"]``, and None serves everyone.
+    The registries default to the project-wide ones that :func:`tool`,
+    :func:`prompt` and :func:`resource` fill. Each extension plugin serves
+    one server.
+    """
+
+    def __init__(
+        self,
+        options: ServerOptions | Callable[[HttpRequest], ServerOptions] | None = None,
+        *,
+        tools: ToolRegistry | None = None,
+        prompts: PromptRegistry | None = None,
+        resources: ResourceRegistry | None = None,
+        extension_plugins: Iterable[ExtensionPlugin] = (),
+        auth: Any = _UNSET,
+        urls_namespace: str = "django_mcp",
+    ) -> None:
+        self._options = options if options is not None else ServerOptions()
+        self._auth = auth
+        self.urls_namespace = urls_namespace
+        plugins = tuple(extension_plugins)
+        self.dispatcher = Dispatcher(
+            tools=tools if tools is not None else project_tools,
+            prompts=prompts if prompts is not None else project_prompts,
+            resources=resources if resources is not None else project_resources,
+            options=self.options_for,
+            options_per_request=callable(self._options),
+            plugins=plugins,
+        )
+        for plugin in plugins:
+            plugin.install(urls_namespace)
+            lifecycle.on_shutdown(plugin.shutdown)
+        self._started: asyncio.Future[None] | None = None
+        self._api: NinjaAPI | None = None
+        servers.add(self)
+
+    @property
+    def tools(self) -> ToolRegistry:
+        return self.dispatcher.tools
+
+    @property
+    def prompts(self) -> PromptRegistry:
+        return self.dispatcher.prompts
+
+    @property
+    def resources(self) -> ResourceRegistry:
+        return self.dispatcher.resources
+
+    @property
+    def extension_plugins(self) -> tuple[ExtensionPlugin, ...]:
+        return self.dispatcher.plugins
+
+    def options_for(self, request: McpRequest) -> ResolvedOptions:
+        """This server's options for ``request``, defaults filled from ``DJANGO_MCP``."""
+        options = self._options(request.http_request) if callable(self._options) else self._options
+        return options.resolved(get_settings())
+
+    @property
+    def auth(self) -> Any:
+        """The django-ninja auth guarding the endpoint, or None."""
+        if self._auth is _UNSET:
+            from django.utils.module_loading import import_string
+
+            path = get_settings().AUTH
+            if path is None:
+                return None
+            auth = import_string(path)
+            return auth() if isinstance(auth, type) else auth
+        return self._auth
+
+    @property
+    def urls(self) -> tuple[list[URLPattern], str, str]:
+        """For ``path("mcp/", server.urls)`` (or ``include(server.urls)``)."""
+        from .views import build_api
+
+        if self._api is None:
+            self._api = build_api(self)
+        return self._api.urls  # type: ignore[return-value]
+
+    async def started(self) -> None:
+        """Run the extensions' startup hooks once, on the serving loop, before the first request is served."""
+        loop = asyncio.get_running_loop()
+        if self._started is None or self._started.get_loop() is not loop:
+            started = self._started = loop.create_future()
+            try:
+                for plugin in self.extension_plugins:
+                    await plugin.startup()
+            except BaseException:
+                self._started = None
+                started.cancel()  # concurrent first requests retry with the next one
+                raise
+            started.set_result(None)
+        elif not self._started.done():
+            await asyncio.shield(self._started)
+
+    def __repr__(self) -> str:
+        return f"<McpServer {self.urls_namespace!r}>"

@@ -1,0 +1,22 @@
+"""The tasks extension's keys of ``DJANGO_MCP`` (the core's keys are in ``django_mcp/conf.py``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..conf import settings_section
+
+
+class TasksSettings(BaseModel):
+    """The ``TASK_*`` keys of ``DJANGO_MCP``, in seconds. See the README's settings reference."""
+
+    model_config = ConfigDict(frozen=True)
+
+    TASK_LEASE_SECONDS: float = Field(default=15.0, gt=0)
+    TASK_LEASE_RENEW_SECONDS: float = Field(default=5.0, gt=0)
+    TASK_FINAL_WRITE_RETRY_SECONDS: float = Field(default=60.0, ge=0)
+    TASK_STORE_THREADS: int = Field(default=4, ge=1, le=64)
+
+
+get_tasks_settings = settings_section(TasksSettings)
+"""The validated ``TASK_*`` settings (cached until ``DJANGO_MCP`` changes)."""
