@@ -172,7 +172,9 @@ def check_servers(
     messages: list[CheckMessage] = []
     for server in list(servers):
         tools = list(server.tools)
-        claimed = {name: validator for plugin in server.extension_plugins for name, validator in plugin.tool_options.items()}
+        claimed = {
+            name: validator for plugin in server.extension_plugins for name, validator in plugin.tool_options.items()
+        }
         for tool in tools:
             for option, value in tool.extension_options.items():
                 validator = claimed.get(option)
@@ -198,3 +200,26 @@ def check_servers(
         for plugin in server.extension_plugins:
             messages += plugin.check(tools)
     return messages
+
+
+@register(Tags.caches)
+def check_session_cache(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """W007: handshake-era sessions in a per-process cache outside DEBUG (another worker would not know them)."""
+    try:
+        mcp = validate_settings()
+    except Exception:  # reported by E001/E002
+        return []
+    backend = getattr(settings, "CACHES", {}).get(mcp.SESSION_CACHE, {}).get("BACKEND", "")
+    if not mcp.handshake_versions or settings.DEBUG or not backend.endswith("LocMemCache"):
+        return []
+    return [
+        checks.Warning(
+            f"Handshake-era sessions live in the per-process cache {mcp.SESSION_CACHE!r} ({backend}).",
+            hint="With several server processes use a shared cache (Redis, database) for "
+            f"{SETTINGS_NAME}['SESSION_CACHE'], or one process only.",
+            obj=mcp.SESSION_CACHE,
+            id="django_mcp.W007",
+        )
+    ]

@@ -17,9 +17,11 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .protocol.handshake import HANDSHAKE_VERSIONS
 from .protocol.jsonrpc import describe_validation_error
+from .protocol.ladder import PROTOCOL_VERSION
 
 SETTINGS_NAME = "DJANGO_MCP"
 
@@ -48,6 +50,25 @@ class McpSettings(BaseModel):
     LISTEN_QUEUE_SIZE: int = Field(default=256, ge=1)
     SHUTDOWN_GRACE_SECONDS: float = Field(default=10.0, ge=0)
     SHUTDOWN_SIGNALS: bool = True
+    PROTOCOL_VERSIONS: tuple[str, ...] = (PROTOCOL_VERSION, *HANDSHAKE_VERSIONS)
+    SESSION_CACHE: str = Field(default="default", min_length=1)
+    SESSION_TTL_SECONDS: int = Field(default=3600, gt=0)
+
+    @field_validator("PROTOCOL_VERSIONS")
+    @classmethod
+    def _known_versions(cls, versions: tuple[str, ...]) -> tuple[str, ...]:
+        known = (PROTOCOL_VERSION, *HANDSHAKE_VERSIONS)
+        unknown = [v for v in versions if v not in known]
+        if unknown:
+            raise ValueError(f"unknown protocol revision(s) {unknown}; this server knows {', '.join(known)}")
+        if not versions:
+            raise ValueError("serve at least one protocol revision")
+        return versions
+
+    @property
+    def handshake_versions(self) -> tuple[str, ...]:
+        """The handshake-era revisions served, newest first."""
+        return tuple(v for v in HANDSHAKE_VERSIONS if v in self.PROTOCOL_VERSIONS)
 
 
 _sections: list[type[BaseModel]] = []
@@ -85,14 +106,16 @@ def validate_settings() -> McpSettings:
 def validate_all() -> list[BaseModel]:
     """Parse every section (core first); raises the first ``ValidationError`` or ``TypeError``."""
     raw = _raw_dict()
-    return [_validate(model, raw) for model in (McpSettings, *_sections)]
+    models: list[type[BaseModel]] = [McpSettings, *_sections]
+    return [_validate(model, raw) for model in models]
 
 
 def validation_errors() -> list[tuple[str, str]]:
     """Every problem of ``settings.DJANGO_MCP`` as (key, message) pairs, for the system checks."""
     raw = _raw_dict()
     problems: list[tuple[str, str]] = []
-    for model in (McpSettings, *_sections):
+    models: list[type[BaseModel]] = [McpSettings, *_sections]
+    for model in models:
         try:
             _validate(model, raw)
         except ValidationError as exc:

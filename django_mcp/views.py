@@ -5,21 +5,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django.conf import settings as django_settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
+from . import handshake
 from .conf import get_settings
 from .protocol import sse
 from .protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
-from .protocol.jsonrpc import error_response, result_response
-from .protocol.ladder import Admitted, Rejection, admit
+from .protocol.handshake import is_handshake_era
+from .protocol.jsonrpc import WireJSONEncoder, error_response, parse_json, result_response
+from .protocol.ladder import PROTOCOL_VERSION, Rejection, admit, check_media_types, check_origin
 from .server.context import McpRequest
 from .server.lifecycle import lifecycle
 from .server.listen import ListenStream
@@ -41,10 +44,13 @@ def build_api(server: McpServer) -> NinjaAPI:
     async def mcp_post(request: HttpRequest) -> HttpResponseBase:
         return await handle_post(server, request)
 
-    @api.api_operation(["GET", "DELETE", "PUT", "PATCH"], "", include_in_schema=False)
+    @api.api_operation(["GET", "DELETE"], "", auth=server.auth, include_in_schema=False)
+    async def mcp_session(request: HttpRequest) -> HttpResponseBase:
+        return await handle_session_request(server, request)
+
+    @api.api_operation(["PUT", "PATCH"], "", include_in_schema=False)
     def mcp_not_allowed(request: HttpRequest) -> HttpResponse:
-        # 2026-07-28 has no GET stream and no sessions to DELETE.
-        return HttpResponse(status=405, headers={"Allow": "POST"})
+        return HttpResponse(status=405, headers={"Allow": _allowed()})
 
     @api.exception_handler(OperationalError)
     @api.exception_handler(InterfaceError)
@@ -62,8 +68,44 @@ def build_api(server: McpServer) -> NinjaAPI:
     return api
 
 
+def _allowed() -> str:
+    # 2026-07-28 has no GET stream and no sessions to DELETE; the handshake era has both.
+    return "GET, POST, DELETE" if get_settings().handshake_versions else "POST"
+
+
+async def handle_session_request(server: McpServer, request: HttpRequest) -> HttpResponseBase:
+    """A handshake-era session's ``GET`` stream or ``DELETE``; 405 where no handshake revision is served."""
+    if not get_settings().handshake_versions or "Mcp-Session-Id" not in request.headers:
+        # 2026-07-28 has no GET stream and no session to DELETE: only a handshake-era session has them.
+        return HttpResponse(status=405, headers={"Allow": _allowed()})
+    request.get_host()
+    lifecycle.install_signal_handlers()
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    try:
+        check_origin(headers.get("origin"), lambda origin: origin_allowed(origin, request))
+        await _resolve_user(request)
+        if request.method == "DELETE":
+            return await handshake.end_session(server, request, headers)
+        accept = headers.get("accept")
+        if accept is not None and "text/event-stream" not in accept and "*/*" not in accept:
+            raise McpJsonRpcError(
+                INVALID_REQUEST, "Not acceptable: the GET stream is text/event-stream", http_status=406
+            )
+        await server.started()
+        stream = await handshake.open_stream(server, request, headers)
+    except Rejection as rejection:
+        return _error(rejection.error, rejection.request_id)
+    except McpJsonRpcError as exc:
+        return _error(exc, None)
+    return _sse(stream.events())
+
+
+class _JsonEncoder(WireJSONEncoder, DjangoJSONEncoder):
+    """The wire format (never fails on a lone surrogate or a non-finite float), plus Django's types."""
+
+
 def _json(payload: dict[str, Any], status: int = 200) -> JsonResponse:
-    return JsonResponse(payload, status=status, json_dumps_params={"separators": (",", ":"), "ensure_ascii": False})
+    return JsonResponse(payload, status=status, encoder=_JsonEncoder)
 
 
 def _error(exc: McpJsonRpcError, request_id: str | int | None) -> JsonResponse:
@@ -100,38 +142,40 @@ def _read_body(request: HttpRequest, limit: int) -> bytes:
 
 
 async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBase:
-    """Run the validation ladder over one POST, dispatch it, and answer JSON or SSE."""
+    """Run the validation ladder over one POST, hand it to its era's front, and answer JSON or SSE."""
     request.get_host()  # enforce ALLOWED_HOSTS (DNS rebinding) even without CommonMiddleware
     lifecycle.install_signal_handlers()
     headers = {name.lower(): value for name, value in request.headers.items()}
+    settings = get_settings()
+    notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     try:
-        body = _read_body(request, get_settings().MAX_REQUEST_BYTES)
+        body = _read_body(request, settings.MAX_REQUEST_BYTES)
+        check_origin(headers.get("origin"), lambda origin: origin_allowed(origin, request))
+        if settings.handshake_versions:
+            obj = _parse(body)
+            if is_handshake_era(obj, headers):
+                check_media_types(headers.get("content-type"), headers.get("accept"))
+                await _resolve_user(request)
+                try:
+                    context, session = await handshake.admit_post(server, request, obj, headers)
+                except handshake.Handled as handled:
+                    return handled.response
+                context.set_sink(notifications.put_nowait)
+                return await _respond(context, notifications, _serve_handshake(server, context, session))
         admitted = admit(
             body,
             headers,
             origin_allowed=lambda origin: origin_allowed(origin, request),
             name_params=server.dispatcher.name_params,
+            supported=tuple(v for v in settings.PROTOCOL_VERSIONS if v == PROTOCOL_VERSION),
         )
     except Rejection as rejection:
         return _error(rejection.error, rejection.request_id)
     if admitted.meta is None:
         # Notifications (e.g. notifications/cancelled) are accepted and ignored on HTTP.
-        response = HttpResponse(status=202)
-        del response["Content-Type"]
-        return response
-    auser = getattr(request, "auser", None)
-    if auser is not None:
-        # Resolve the session user once, here, so handlers and bindings can read it from any context.
-        request.user = await auser()
-    return await _respond(server, request, admitted, headers)
-
-
-async def _respond(
-    server: McpServer, request: HttpRequest, admitted: Admitted, headers: dict[str, str]
-) -> HttpResponseBase:
-    assert admitted.meta is not None
+        return handshake.accepted()
+    await _resolve_user(request)
     message = admitted.message
-    notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     context = McpRequest(
         request,
         request_id=message.id,
@@ -142,7 +186,52 @@ async def _respond(
         sink=notifications.put_nowait,
         namespace=server.urls_namespace,
     )
-    work: asyncio.Future[Outcome | ListenStream] = asyncio.ensure_future(_outcome(server, context))
+    return await _respond(context, notifications, _serve_modern(server, context))
+
+
+def _parse(body: bytes) -> Any:
+    try:
+        return parse_json(body)
+    except McpJsonRpcError as exc:
+        raise Rejection(exc) from None
+
+
+async def _resolve_user(request: HttpRequest) -> None:
+    auser = getattr(request, "auser", None)
+    if auser is not None:
+        # Resolve the session user once, here, so handlers and bindings can read it from any context.
+        request.user = await auser()
+
+
+async def _serve_modern(server: McpServer, context: McpRequest) -> dict[str, Any] | ListenStream:
+    await server.started()
+    return await server.dispatcher.dispatch(context)
+
+
+async def _serve_handshake(server: McpServer, context: McpRequest, session: Any) -> dict[str, Any] | ListenStream:
+    await server.started()
+    handshake.track(session, context.id, asyncio.current_task())  # type: ignore[arg-type]
+    try:
+        result = await handshake.serve_handshake_only(server, context, session)
+        if result is None:
+            served = await server.dispatcher.dispatch(context)
+            assert not isinstance(served, ListenStream)  # subscriptions/listen is refused in this era
+            result = served
+    except McpJsonRpcError as exc:
+        # In a live session a JSON-RPC error is in-band (HTTP 200): handshake-era clients read any
+        # other status as a broken transport. Only a lost database stays 503.
+        if exc.http_status != 503:
+            exc.http_status = 200
+        raise
+    return handshake.legacy_result(result)
+
+
+async def _respond(
+    context: McpRequest,
+    notifications: asyncio.Queue[dict[str, Any]],
+    serve: Coroutine[Any, Any, dict[str, Any] | ListenStream],
+) -> HttpResponseBase:
+    work: asyncio.Future[Outcome | ListenStream] = asyncio.ensure_future(_outcome(context, serve))
     work.add_done_callback(lambda _: context.finish())
     first: asyncio.Future[dict[str, Any]] = asyncio.ensure_future(notifications.get())
     try:
@@ -169,11 +258,12 @@ def _sse(events: AsyncIterator[bytes]) -> StreamingHttpResponse:
     return StreamingHttpResponse(events, content_type="text/event-stream", headers=sse.SSE_HEADERS)
 
 
-async def _outcome(server: McpServer, context: McpRequest) -> Outcome | ListenStream:
+async def _outcome(
+    context: McpRequest, serve: Coroutine[Any, Any, dict[str, Any] | ListenStream]
+) -> Outcome | ListenStream:
     """The JSON-RPC response for a request (result or error, never an exception), or a listen stream."""
     try:
-        await server.started()
-        result = await server.dispatcher.dispatch(context)
+        result = await serve
         if isinstance(result, ListenStream):
             return result
         return result_response(context.id, result), 200

@@ -4,7 +4,6 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja.security import HttpBearer
-
 from pydantic import StrictStr
 
 from django_mcp import (

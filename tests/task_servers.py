@@ -216,7 +216,9 @@ small_server = McpServer(
     urls_namespace="mcp_small",
 )
 principal_server = McpServer(tools=task_tools, extension_plugins=[McpTasks()], auth=TokenAuth(), urls_namespace="mcp_p")
-cap_server = McpServer(tools=task_tools, extension_plugins=[McpTasks(max_tasks=25, ttl_seconds=120)], urls_namespace="mcp_cap")
+cap_server = McpServer(
+    tools=task_tools, extension_plugins=[McpTasks(max_tasks=25, ttl_seconds=120)], urls_namespace="mcp_cap"
+)
 
 
 @task_tools.register(task_support="required", run_body_as_task=False)

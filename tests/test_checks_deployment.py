@@ -120,3 +120,26 @@ class ConnectionChecks(SimpleTestCase):
     )
     def test_no_persistent_connections(self):
         assert check_persistent_connections() == []
+
+
+class SessionCacheChecks(SimpleTestCase):
+    LOCMEM = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+    @override_settings(CACHES=LOCMEM, DEBUG=False)
+    def test_w007_sessions_in_a_per_process_cache(self):
+        from django_mcp.checks import check_session_cache
+
+        [warning] = check_session_cache()
+        assert (warning.id, warning.obj) == ("django_mcp.W007", "default")
+
+    @override_settings(CACHES=LOCMEM, DEBUG=False, DJANGO_MCP={"PROTOCOL_VERSIONS": ["2026-07-28"]})
+    def test_no_sessions_no_warning(self):
+        from django_mcp.checks import check_session_cache
+
+        assert check_session_cache() == []
+
+    @override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "t"}})
+    def test_a_shared_cache_is_fine(self):
+        from django_mcp.checks import check_session_cache
+
+        assert check_session_cache() == []

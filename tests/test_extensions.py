@@ -102,11 +102,25 @@ async def test_extension_tool_option_decorates_the_tool_list(async_client):
 
 
 async def test_extension_wraps_tools_call(async_client):
-    result = (await call(async_client, "tools/call", {"name": "greet", "arguments": {"name": "ada"}}, path="/mcp-ext/",
-                         headers={"Mcp-Name": "greet"}))["result"]
+    result = (
+        await call(
+            async_client,
+            "tools/call",
+            {"name": "greet", "arguments": {"name": "ada"}},
+            path="/mcp-ext/",
+            headers={"Mcp-Name": "greet"},
+        )
+    )["result"]
     assert result["content"] == [{"type": "text", "text": "HELLO ADA"}]
-    plain = (await call(async_client, "tools/call", {"name": "greet", "arguments": {"name": "ada"}}, path="/mcp-ext/",
-                        headers={"Mcp-Name": "greet", "X-Beta": "off"}))["result"]
+    plain = (
+        await call(
+            async_client,
+            "tools/call",
+            {"name": "greet", "arguments": {"name": "ada"}},
+            path="/mcp-ext/",
+            headers={"Mcp-Name": "greet", "X-Beta": "off"},
+        )
+    )["result"]
     assert plain["content"] == [{"type": "text", "text": "hello ada"}]
 
 

@@ -14,7 +14,7 @@ from asgiref.sync import sync_to_async
 
 from django_mcp.models import Task
 from django_mcp.tasks import EXTENSION_ID, astart_task
-from tests.task_servers import stop_all_tasks, EVENTS
+from tests.task_servers import EVENTS, stop_all_tasks
 from tests.wire import assert_wire, post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -456,8 +456,12 @@ async def test_declared_body_runs_as_the_task_and_asks_through_it(async_client):
     parked = await wait_for(async_client, handle["taskId"], "input_required")
     assert parked["statusMessage"] == "working on doc"
     assert list(parked["inputRequests"]) == ["ok"]
-    await rpc(async_client, "tasks/update", {"taskId": handle["taskId"], "inputResponses": {"ok": {"action": "accept"}}},
-              status=200)
+    await rpc(
+        async_client,
+        "tasks/update",
+        {"taskId": handle["taskId"], "inputResponses": {"ok": {"action": "accept"}}},
+        status=200,
+    )
     done = await wait_for(async_client, handle["taskId"], "completed")
     assert done["result"]["content"][0]["text"] == f"task {handle['taskId']}: doc accept"
 
@@ -471,8 +475,12 @@ async def test_a_sync_body_runs_as_the_task_with_sync_twins(async_client):
     handle = await create(async_client, "declared_sync", {"text": "doc"})
     parked = await wait_for(async_client, handle["taskId"], "input_required")
     assert parked["statusMessage"] == "sync working on doc"
-    await rpc(async_client, "tasks/update", {"taskId": handle["taskId"], "inputResponses": {"ok": {"action": "decline"}}},
-              status=200)
+    await rpc(
+        async_client,
+        "tasks/update",
+        {"taskId": handle["taskId"], "inputResponses": {"ok": {"action": "decline"}}},
+        status=200,
+    )
     done = await wait_for(async_client, handle["taskId"], "completed")
     assert done["result"]["content"][0]["text"] == "sync task: doc decline"
 
@@ -491,3 +499,16 @@ async def test_a_run_that_is_a_coroutine_is_refused_before_any_task_exists(async
     assert result["isError"] is True
     assert "not a coroutine" in result["content"][0]["text"]
     assert await Task.objects.acount() == before
+
+
+async def test_tasks_methods_accept_a_missing_mcp_name_but_not_a_different_one(async_client):
+    # fastmcp-tasks' client omits Mcp-Name on tasks/*; a header that is present must still match.
+    task_id = (await create(async_client, "slow", {"seconds": 30}))["taskId"]
+    body = request_body("tasks/get", {"taskId": task_id}, capabilities=CLIENT)
+    response = await post(async_client, body, path="/mcp-tasks/", drop=("Mcp-Name",))
+    assert response.status_code == 200
+    assert json.loads(response.content)["result"]["taskId"] == task_id
+    response = await post(async_client, body, path="/mcp-tasks/", headers={"Mcp-Name": "other"})
+    assert (response.status_code, json.loads(response.content)["error"]["code"]) == (400, -32020)
+    cancel = request_body("tasks/cancel", {"taskId": task_id}, capabilities=CLIENT)
+    assert (await post(async_client, cancel, path="/mcp-tasks/", drop=("Mcp-Name",))).status_code == 200

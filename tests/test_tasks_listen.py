@@ -7,7 +7,6 @@ import json
 import pytest
 
 from tests.task_servers import stop_all_tasks
-
 from tests.test_listen import Stream
 from tests.test_tasks import CLIENT, EXT, create, get, rpc, wait_for
 from tests.wire import assert_wire, post, request_body

@@ -12,11 +12,11 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from pydantic import AfterValidator, BaseModel, Field
 
+from django_mcp import DefinitionError
 from django_mcp.protocol.errors import McpJsonRpcError
 from django_mcp.protocol.headers import ParamHeader
 from django_mcp.server import registry as registry_module
 from django_mcp.server.registry import ToolRegistry, tool
-from django_mcp import DefinitionError
 from django_mcp.server.tools import Tool, build_tool
 
 

@@ -15,10 +15,17 @@ def _error(response):
 
 
 @pytest.mark.parametrize("method", ["get", "delete", "put", "patch"])
-async def test_other_http_methods_are_405_with_allow_post(async_client, method):
+async def test_other_http_methods_without_a_session_are_405(async_client, method):
     response = await getattr(async_client, method)("/mcp/")
     assert response.status_code == 405
-    assert response["Allow"] == "POST"
+    assert response["Allow"] == "GET, POST, DELETE"  # GET and DELETE serve handshake-era sessions
+
+
+@pytest.mark.parametrize("method", ["get", "delete"])
+async def test_a_modern_only_server_allows_post_only(async_client, settings, method):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "PROTOCOL_VERSIONS": ["2026-07-28"]}
+    response = await getattr(async_client, method)("/mcp/", headers={"Mcp-Session-Id": "x"})
+    assert (response.status_code, response["Allow"]) == (405, "POST")
 
 
 async def test_no_session_id_is_minted_or_echoed(async_client):
@@ -227,7 +234,8 @@ async def test_version_mismatch_between_header_and_body_is_32020(async_client):
     assert _error(response)["error"]["code"] == -32020
 
 
-async def test_legacy_initialize_is_told_the_supported_versions(async_client):
+async def test_legacy_initialize_on_a_modern_only_server_is_told_the_supported_versions(async_client, settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "PROTOCOL_VERSIONS": ["2026-07-28"]}
     body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
     response = await post(async_client, body, headers={"MCP-Protocol-Version": "2025-11-25"})
     assert response.status_code == 400

@@ -17,7 +17,7 @@ SECRET_KEY = "django-mcp-bench-not-secret"  # noqa: S105
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 
-INSTALLED_APPS = ["daphne", "django_mcp", "bench.djbench"]
+INSTALLED_APPS = ["daphne", "django.contrib.auth", "django.contrib.contenttypes", "django_mcp", "bench.djbench"]
 # No middleware, for django_mcp and for the floor alike: the figures are the library's own cost.
 MIDDLEWARE: list[str] = []
 ROOT_URLCONF = "bench.djbench.urls"

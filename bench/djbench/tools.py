@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from django_mcp import McpRequest, ToolRegistry
-from django_mcp.tasks import TaskContext, can_create_task, astart_task
+from django_mcp.tasks import TaskContext, astart_task, can_create_task
 
 tools = ToolRegistry(name="bench")
 

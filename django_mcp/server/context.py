@@ -64,8 +64,11 @@ class McpRequest:
         sink: Sink | None = None,
         namespace: str = "",
         asker: Asker | None = None,
+        era: str = "modern",
     ) -> None:
         self.http_request = http_request
+        self.era = era
+        """``"modern"`` (2026-07-28) or ``"handshake"`` (2025-11-25 and earlier, in a session)."""
         self.namespace = namespace
         """The URL namespace of the server serving this request (bindings are scoped to it)."""
         self._asker = asker
@@ -187,6 +190,19 @@ class McpRequest:
         if logger is not None:
             params["logger"] = logger
         self._emit(notification("notifications/message", params))
+
+    def set_asker(self, asker: Asker) -> None:
+        """How this request asks the client for input (the era's front decides)."""
+        self._asker = asker
+
+    def set_sink(self, sink: Sink) -> None:
+        """Where this request's messages go (the response stream the front opened)."""
+        self._sink = sink
+        self._loop = asyncio.get_running_loop()
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Send a message on this request's response stream (a notification, or a request to the client)."""
+        self._emit(message)
 
     def finish(self) -> None:
         """The response is complete: later progress and log calls are dropped."""

@@ -53,6 +53,8 @@ class ServerContext:
     capabilities: dict[str, Any]
     plugins: tuple[ExtensionPlugin, ...]
     """The extensions enabled for this request."""
+    inactive_plugins: tuple[ExtensionPlugin, ...] = ()
+    """The extensions installed but not serving this request (disabled for it, or a handshake-era request)."""
     options_per_request: bool = False
 
     def cache_hints(self) -> dict[str, Any]:
@@ -145,15 +147,19 @@ class Dispatcher:
 
     def context_for(self, request: McpRequest) -> ServerContext:
         """The context method handlers get for ``request``."""
-        plugins = tuple(p for p in self.plugins if p.enabled(request))
+        # Extensions are a 2026-07-28 feature: a handshake-era client is served the core only.
+        plugins = tuple(p for p in self.plugins if p.enabled(request)) if request.era == "modern" else ()
         return ServerContext(
             tools=self.tools,
             prompts=self.prompts,
             resources=self.resources,
             options=self._options(request),
             # Static options make discovery cacheable across requests: it advertises every extension then.
-            capabilities=self.capabilities(request, plugins if self._options_per_request else self.plugins),
+            capabilities=self.capabilities(
+                request, plugins if self._options_per_request or request.era != "modern" else self.plugins
+            ),
             plugins=plugins,
+            inactive_plugins=tuple(p for p in self.plugins if p not in plugins),
             options_per_request=self._options_per_request,
         )
 

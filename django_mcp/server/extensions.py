@@ -115,6 +115,10 @@ class ExtensionPlugin:
         """
         return await proceed(request)
 
+    def refuse_tool_call(self, request: McpRequest, tool: Tool) -> None:
+        """A ``tools/call`` this extension does not serve (the request is handshake-era, or the plugin is
+        disabled for it): raise ``McpJsonRpcError`` if ``tool`` cannot run without the extension."""
+
     async def subscribe(self, request: McpRequest, notifications: Mapping[str, Any]) -> ListenSubscription:
         """Honour this extension's keys of a listen filter. Raise ``McpJsonRpcError`` to refuse.
 

@@ -16,6 +16,8 @@ from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import META_SUBSCRIPTION_ID, error_response, notification, result_response
 from .notify import MESSAGE_TYPE
 
+CONTROL_TYPE = "mcp.session.control"
+
 logger = logging.getLogger("django_mcp")
 
 _CLOSE = object()
@@ -34,7 +36,7 @@ class ListenStream:
 
     def __init__(
         self,
-        subscription_id: str | int,
+        subscription_id: str | int | None,
         honoured: dict[str, Any],
         groups: list[str],
         snapshots: list[Snapshot],
@@ -42,8 +44,11 @@ class ListenStream:
         result_meta: dict[str, Any],
         keepalive_seconds: float,
         queue_size: int,
+        handshake: bool = False,
     ) -> None:
         self.subscription_id = subscription_id
+        self.handshake = handshake
+        """A handshake-era GET stream: no acknowledgement, no subscription tags, groups joined and left as told."""
         self.honoured = honoured
         self.groups = groups
         self._snapshots = snapshots
@@ -54,6 +59,8 @@ class ListenStream:
         self._failed = False  # the layer failed: end with an error, not the graceful result
 
     def _tag(self, message: dict[str, Any]) -> dict[str, Any]:
+        if self.handshake:
+            return message
         params = dict(message.get("params") or {})
         params["_meta"] = {**(params.get("_meta") or {}), META_SUBSCRIPTION_ID: self.subscription_id}
         return {**message, "params": params}
@@ -78,6 +85,9 @@ class ListenStream:
     async def _forward(self, layer: Any, channel: str) -> None:
         while True:
             message = await layer.receive(channel)
+            if self.handshake and message.get("type") == CONTROL_TYPE:
+                await self._control(layer, channel, message)
+                continue
             if message.get("type") != MESSAGE_TYPE:
                 continue
             try:
@@ -86,6 +96,18 @@ class ListenStream:
                 logger.warning("Listen stream %r fell behind; closing it", self.subscription_id)
                 self.close()
                 return
+
+    async def _control(self, layer: Any, channel: str, message: dict[str, Any]) -> None:
+        """A session's resources/subscribe or unsubscribe, told to its GET stream wherever it runs."""
+        group = message.get("group")
+        if not isinstance(group, str):
+            return
+        if message.get("op") == "join" and group not in self.joined:
+            await layer.group_add(group, channel)
+            self.joined.append(group)
+        elif message.get("op") == "leave" and group in self.joined:
+            await layer.group_discard(group, channel)
+            self.joined.remove(group)
 
     def _reader_done(self, reader: asyncio.Future[None]) -> None:
         if not reader.cancelled() and reader.exception() is not None:
@@ -112,9 +134,12 @@ class ListenStream:
                     logger.warning("Listen stream %r could not subscribe", self.subscription_id, exc_info=True)
                     yield self._unavailable()
                     return
-            yield sse.event(
-                self._tag(notification("notifications/subscriptions/acknowledged", {"notifications": self.honoured}))
-            )
+            if not self.handshake:
+                yield sse.event(
+                    self._tag(
+                        notification("notifications/subscriptions/acknowledged", {"notifications": self.honoured})
+                    )
+                )
             for snapshot in self._snapshots:
                 for message in await snapshot():
                     yield sse.event(self._tag(message))
@@ -128,7 +153,8 @@ class ListenStream:
                     yield sse.KEEPALIVE  # a half-open connection is only noticed on write
                     continue
                 if item is _CLOSE:
-                    yield self._unavailable() if self._failed else self._final()
+                    if not self.handshake:
+                        yield self._unavailable() if self._failed else self._final()
                     return
                 yield sse.event(self._tag(item))
         finally:

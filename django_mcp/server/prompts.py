@@ -7,10 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, TypeVar, Unpack, overload
 
-from .definitions import DefinitionError
-
 from ..protocol.errors import invalid_params
 from ..protocol.jsonrpc import compact
+from .definitions import DefinitionError
 from .handlers import first_parameter_takes_request
 from .registry import Registry
 from .tools import TOOL_NAME

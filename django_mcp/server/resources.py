@@ -11,9 +11,8 @@ from functools import cached_property
 from typing import Any, TypedDict, TypeVar, Unpack, overload
 from urllib.parse import unquote
 
-from .definitions import DefinitionError
-
 from ..protocol.jsonrpc import compact
+from .definitions import DefinitionError
 from .handlers import first_parameter_takes_request
 from .prompts import Completer
 from .registry import Registry

@@ -39,6 +39,8 @@ async def call_tool(context: ServerContext, request: McpRequest, params: CallToo
     if tool.param_headers:
         arguments = params.arguments if isinstance(params.arguments, dict) else {}
         check_param_headers(tool.param_headers, arguments, request.headers)
+    for plugin in context.inactive_plugins:
+        plugin.refuse_tool_call(request, tool)
     kwargs = tool.validate_arguments(params.arguments)
 
     async def invoke(req: McpRequest) -> Any:

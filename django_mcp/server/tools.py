@@ -185,9 +185,7 @@ def build_tool(
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
-            raise DefinitionError(
-                f"Tool {tool_name!r}: {label} is not a valid JSON Schema: {exc.message}"
-            ) from None
+            raise DefinitionError(f"Tool {tool_name!r}: {label} is not a valid JSON Schema: {exc.message}") from None
     if input_schema.get("type") != "object":
         raise DefinitionError(f'Tool {tool_name!r}: input_schema must have "type": "object"')
     tool = Tool(

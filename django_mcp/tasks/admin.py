@@ -1,17 +1,28 @@
-"""A read-only admin for tasks, with a "Cancel selected tasks" action."""
+"""A read-only admin for tasks: whose, what, when; with "Cancel selected tasks" and "Delete expired tasks" actions."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.contrib.admin.utils import quote
+from django.contrib.auth import get_permission_codename, get_user_model
 from django.http import HttpRequest
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.text import Truncator
 
-from .models import ACTIVE, Task
+from .models import ACTIVE, OwnerKind, Task, TaskQuerySet
+
+_NOWRAP = "white-space:nowrap"
+_MONO = "font-family:var(--font-family-monospace, monospace);white-space:nowrap"
+_MESSAGE_CHARS = 200  # then cut to the column's width, with the whole message as a tooltip
+_CLIPPED = (
+    "display:inline-block;max-width:{};overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:top"
+)
 
 
 def _pretty(value: Any) -> str:
@@ -20,35 +31,223 @@ def _pretty(value: Any) -> str:
     return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False))
 
 
+def local_time(moment: datetime) -> str:
+    """``2026-12-03 06:41:07``: to the second, in the current time zone."""
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _when(moment: datetime | None) -> str:
+    if moment is None:
+        return "—"
+    local = timezone.localtime(moment)
+    return format_html(
+        '<time datetime="{}" title="{}" style="{}">{}</time>',
+        moment.isoformat(),
+        local.isoformat(timespec="milliseconds"),
+        _NOWRAP,
+        local_time(moment),
+    )
+
+
+def _span(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3 h 5 min``, ``2 d 4 h``."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
+def _from_now(moment: datetime) -> str:
+    """``in 1 h 59 min`` or ``5 min ago``."""
+    seconds = (moment - timezone.now()).total_seconds()
+    return f"in {_span(seconds)}" if seconds > 0 else f"{_span(-seconds)} ago"
+
+
+def _short_digest(owner: str) -> str:
+    digest = owner.removeprefix("sha256:")
+    return format_html('<code title="{}" style="{}">{}…</code>', owner, _MONO, digest[:8])
+
+
+def _help(name: str) -> str:
+    return str(getattr(Task._meta.get_field(name), "help_text", ""))
+
+
+class UserFilter(admin.RelatedOnlyFieldListFilter):
+    """The users who created tasks, and the tasks created by no Django user."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.empty_value_display = format_html("{}", "no Django user")
+
+
+class ExpiredFilter(admin.SimpleListFilter):
+    """Expired: past ``expires_at``. Clients no longer see such a task; the next sweep deletes it."""
+
+    title = "expired"
+    parameter_name = "expired"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Yes"), ("no", "No")]
+
+    def queryset(self, request: HttpRequest, queryset: TaskQuerySet) -> TaskQuerySet:  # type: ignore[override]
+        if self.value() == "yes":
+            return queryset.expired(timezone.now())
+        if self.value() == "no":
+            return queryset.live(timezone.now())
+        return queryset
+
+
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):  # not subscriptable at run time
-    list_display = ["id", "tool", "status", "owner", "status_message", "created_at", "expires_at"]
-    list_filter = ["status", "tool", "created_at"]
-    search_fields = ["id", "owner", "tool"]
+    list_display = ["short_id", "tool_shown", "status_shown", "who", "message", "created", "updated", "expires"]
+    list_display_links = ["short_id"]
+    list_filter = ["status", ExpiredFilter, "tool", "owner_kind", ("user", UserFilter)]
+    list_select_related = ["user"]
+    search_help_text = "Task id (or its first characters), tool, status message, user name or e-mail, owner digest."
     ordering = ["-created_at"]
     date_hierarchy = "created_at"
-    actions = ["cancel_selected"]
-    fields = _FIELDS = (
-        "id",
-        "tool",
-        "status",
-        "status_message",
-        "owner",
-        "created_at",
-        "updated_at",
-        "expires_at",
-        "cancel_requested",
-        "node",
-        "lease_expires_at",
-        "ttl_ms",
-        "poll_interval_ms",
+    actions = ["cancel_selected", "delete_expired"]
+    _what_fields = ("id", "tool", "status_shown", "status_message")
+    _whose_fields = ("who", "owner_kind", "owner")
+    _when_fields = ("created", "updated", "expires_exactly", "lease_expires", "ttl_ms", "poll_interval_ms")
+    _running_fields = ("node", "cancel_requested")
+    _data_fields = (
         "pretty_arguments",
         "pretty_input_requests",
         "pretty_input_responses",
         "pretty_result",
         "pretty_error",
     )
-    readonly_fields = _FIELDS
+    fieldsets = [
+        (None, {"fields": _what_fields}),
+        ("Whose", {"fields": _whose_fields}),
+        ("When", {"fields": _when_fields}),
+        ("Running", {"fields": _running_fields}),
+        ("Data", {"fields": _data_fields}),
+    ]
+    readonly_fields = [*_what_fields, *_whose_fields, *_when_fields, *_running_fields, *_data_fields]
+
+    # -- the list ----------------------------------------------------------------------
+
+    @admin.display(description="task", ordering="id")
+    def short_id(self, task: Task) -> str:
+        """The first 8 hex digits on one line; the full id as a tooltip and on the detail page."""
+        return format_html('<code title="{}" style="{}">{}</code>', task.id, _MONO, task.id.hex[:8])
+
+    @admin.display(description="tool", ordering="tool")
+    def tool_shown(self, task: Task) -> str:
+        return format_html('<span title="{}" style="{}">{}</span>', task.tool, _CLIPPED.format("12em"), task.tool)
+
+    @admin.display(description="status", ordering="status")
+    def status_shown(self, task: Task) -> str:
+        if task.is_expired():
+            return format_html(
+                '<span style="{}">{} <strong class="mcp-expired" title="Expired at {}" '
+                'style="color:var(--error-fg, #ba2121)">expired</strong></span>',
+                _NOWRAP,
+                task.get_status_display(),
+                local_time(task.expires_at) if task.expires_at else "",
+            )
+        return format_html('<span style="{}">{}</span>', _NOWRAP, task.get_status_display())
+
+    @admin.display(description="who")
+    def who(self, task: Task) -> str:
+        """The Django user (linked to their admin page) where there is one; else what kind of caller it was."""
+        user = task.user
+        if user is not None:
+            name = user.get_username()
+            full_name = getattr(user, "get_full_name", lambda: "")()
+            email = getattr(user, "email", "")
+            title = " · ".join(part for part in (full_name, email) if part) or name
+            url = self._user_url(user)
+            if url:
+                return format_html(
+                    '<a href="{}" title="{}" style="{}">{}</a>', url, title, _CLIPPED.format("10em"), name
+                )
+            return format_html('<span title="{}" style="{}">{}</span>', title, _CLIPPED.format("10em"), name)
+        if task.owner_kind == OwnerKind.ANONYMOUS:
+            return format_html('<span style="{}">anonymous</span>', _NOWRAP)
+        if task.owner_kind == OwnerKind.PRINCIPAL:
+            return format_html('<span title="{}" style="{}">token principal</span>', task.owner, _NOWRAP)
+        if task.owner_kind == OwnerKind.USER:
+            return format_html('<span style="{}">deleted user</span>', _NOWRAP)
+        return _short_digest(task.owner)  # recorded before the kind of caller was
+
+    @admin.display(description="status message", ordering="status_message")
+    def message(self, task: Task) -> str:
+        if not task.status_message:
+            return "—"
+        # Out of the flow, the text does not widen the column: the column takes what the others leave (at
+        # least 6em, the in-flow no-break space keeping one line's height) and the text ends in an ellipsis.
+        return format_html(
+            '<span title="{}" style="display:block;position:relative;min-width:6em">&nbsp;<span style="position:'
+            'absolute;inset:0;overflow:hidden;text-overflow:ellipsis;white-space:nowrap">{}</span></span>',
+            task.status_message,
+            Truncator(task.status_message).chars(_MESSAGE_CHARS),
+        )
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, task: Task) -> str:
+        return _when(task.created_at)
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, task: Task) -> str:
+        return _when(task.updated_at)
+
+    @admin.display(description="expires", ordering="expires_at")
+    def expires(self, task: Task) -> str:
+        """How long until the task expires (or since it did); the exact time as a tooltip and on the detail page."""
+        if task.expires_at is None:
+            return format_html('<span title="{}" style="{}">never</span>', "Kept until deleted (no ttlMs)", _NOWRAP)
+        return format_html(
+            '<time datetime="{}" title="{}" style="{}">{}</time>',
+            task.expires_at.isoformat(),
+            local_time(task.expires_at),
+            _NOWRAP,
+            _from_now(task.expires_at),
+        )
+
+    @admin.display(description="expires")
+    def expires_exactly(self, task: Task) -> str:
+        if task.expires_at is None:
+            return "never (no ttlMs)"
+        return format_html("{} ({})", _when(task.expires_at), _from_now(task.expires_at))
+
+    @admin.display(description="lease expires")
+    def lease_expires(self, task: Task) -> str:
+        return _when(task.lease_expires_at)
+
+    def _user_url(self, user: Any) -> str | None:
+        """The user's change page in this admin site, if the user model is registered there."""
+        if not self.admin_site.is_registered(type(user)):
+            return None
+        opts = user._meta
+        try:
+            return reverse(
+                f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_change",
+                args=[quote(user.pk)],
+                current_app=self.admin_site.name,
+            )
+        except NoReverseMatch:
+            return None
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        # The list needs the width: its own filters stand beside it, so the site's app sidebar is left out here.
+        return super().changelist_view(request, {"is_nav_sidebar_enabled": False, **(extra_context or {})})
+
+    def get_search_fields(self, request: HttpRequest) -> list[str]:
+        user_model = get_user_model()
+        fields = ["id", "tool", "status_message", "owner", f"user__{user_model.USERNAME_FIELD}"]
+        email = user_model.get_email_field_name()
+        if email and email != user_model.USERNAME_FIELD and any(f.name == email for f in user_model._meta.fields):
+            fields.append(f"user__{email}")
+        return fields
+
+    # -- the detail page -----------------------------------------------------------------
 
     @admin.display(description="arguments")
     def pretty_arguments(self, task: Task) -> str:
@@ -70,6 +269,26 @@ class TaskAdmin(admin.ModelAdmin):  # not subscriptable at run time
     def pretty_error(self, task: Task) -> str:
         return _pretty(task.error)
 
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        # Read-only fields shown through a method take their help text from the form, not the model.
+        help_texts = {
+            "status_shown": _help("status"),
+            "who": _help("user"),
+            "created": _help("created_at"),
+            "updated": _help("updated_at"),
+            "expires_exactly": _help("expires_at"),
+            "lease_expires": _help("lease_expires_at"),
+            "pretty_arguments": _help("arguments"),
+            "pretty_input_requests": _help("input_requests"),
+            "pretty_input_responses": _help("input_responses"),
+            "pretty_result": _help("result"),
+            "pretty_error": _help("error"),
+        }
+        kwargs["help_texts"] = {**help_texts, **kwargs.get("help_texts", {})}
+        return super().get_form(request, obj, change, **kwargs)
+
+    # -- permissions and actions ---------------------------------------------------------
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -77,19 +296,34 @@ class TaskAdmin(admin.ModelAdmin):  # not subscriptable at run time
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Task | None = None) -> bool:
-        return False
+        return False  # a running task is never deleted from under its runner; expired ones go by the sweep
 
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("django_mcp.cancel_task")
 
+    def has_sweep_permission(self, request: HttpRequest) -> bool:
+        """The model's delete permission (``django_mcp.delete_task``) allows the sweep of expired tasks."""
+        return request.user.has_perm(f"{self.opts.app_label}.{get_permission_codename('delete', self.opts)}")
+
     @admin.action(description="Cancel selected tasks", permissions=["cancel"])
-    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
+    def cancel_selected(self, request: HttpRequest, queryset: TaskQuerySet) -> None:
         from .plugin import cancel_task  # the same code path as tasks/cancel
 
         active = list(queryset.filter(status__in=ACTIVE))
         for task in active:
-            async_to_sync(cancel_task)(task)
+            cancel_task(task)
         skipped = queryset.count() - len(active)
         self.message_user(request, f"Requested cancellation of {len(active)} task(s).", messages.SUCCESS)
         if skipped:
             self.message_user(request, f"{skipped} task(s) had already finished.", messages.WARNING)
+
+    @admin.action(description="Delete expired tasks (all of them, as mcp_clear_tasks does)", permissions=["sweep"])
+    def delete_expired(self, request: HttpRequest, queryset: TaskQuerySet) -> None:
+        from .store import sweep_expired  # the same code path as manage.py mcp_clear_tasks
+
+        now = timezone.now()
+        kept = queryset.live(now).count()
+        deleted = sweep_expired(now)
+        self.message_user(request, f"Deleted {deleted} expired task(s).", messages.SUCCESS)
+        if kept:
+            self.message_user(request, f"{kept} selected task(s) have not expired: kept.", messages.WARNING)

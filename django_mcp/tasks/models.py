@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -18,6 +20,14 @@ class TaskStatus(models.TextChoices):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+
+
+class OwnerKind(models.TextChoices):
+    """What kind of caller created a task (never the secret that authenticated it)."""
+
+    USER = "user", "Django user"
+    PRINCIPAL = "principal", "token principal"
+    ANONYMOUS = "anonymous", "anonymous"
 
 
 ACTIVE = (TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED)
@@ -40,6 +50,10 @@ class TaskQuerySet(models.QuerySet["Task"]):
     def for_owner(self, owner: str) -> TaskQuerySet:
         return self.filter(owner=owner)
 
+    def for_user(self, user: Any) -> TaskQuerySet:
+        """Created by the Django user ``user`` (display and search only: access is decided by ``owner``)."""
+        return self.filter(user=user)
+
     def transition(self, task_id: Any, from_: Iterable[str], to: str, **fields: Any) -> int:
         """Move one task from any of ``from_`` to ``to``; returns 1 if it moved, 0 if it was elsewhere."""
         return self.filter(pk=task_id, status__in=list(from_)).update(status=to, updated_at=timezone.now(), **fields)
@@ -48,25 +62,93 @@ class TaskQuerySet(models.QuerySet["Task"]):
 class Task(models.Model):
     """One task (SEP-2663). Created by ``mcp_task``; read by ``tasks/get`` from any process."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    status = models.CharField(max_length=16, choices=TaskStatus.choices, default=TaskStatus.WORKING)
-    tool = models.CharField(max_length=128)
-    owner = models.CharField(max_length=255, help_text="The binding key of who may see the task.")
-    arguments = models.JSONField(default=dict, blank=True)
-    status_message = models.TextField(blank=True, default="", help_text="Empty: no statusMessage on the wire.")
-    input_requests = models.JSONField(default=dict, blank=True, help_text="Outstanding requests by wire key.")
-    input_responses = models.JSONField(default=dict, blank=True, help_text="Answers received, not yet consumed.")
-    input_keys = models.JSONField(default=list, blank=True, help_text="Every wire key ever issued (never reused).")
-    result = models.JSONField(null=True, blank=True)
-    error = models.JSONField(null=True, blank=True)
-    cancel_requested = models.BooleanField(default=False)
-    ttl_ms = models.PositiveBigIntegerField(null=True, blank=True)
-    poll_interval_ms = models.PositiveIntegerField()
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    updated_at = models.DateTimeField(default=timezone.now)
-    expires_at = models.DateTimeField(null=True, blank=True)
+    id = models.UUIDField(
+        primary_key=True, default=uuid.uuid4, editable=False, help_text="The task's id: taskId on the wire."
+    )
+    status = models.CharField(
+        max_length=16,
+        choices=TaskStatus.choices,
+        default=TaskStatus.WORKING,
+        help_text="Working or input required while the task runs; completed, failed or cancelled once it is done.",
+    )
+    tool = models.CharField(max_length=128, help_text="The tool the client called as a task.")
+    owner = models.CharField(
+        max_length=255,
+        help_text="Who may read, answer and cancel the task: a SHA-256 digest of the server and the caller's "
+        "principal. The principal itself (which may be a bearer token) is never stored.",
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="mcp_tasks",
+        help_text="The Django user who created the task, when the caller was one (the session user, or an auth "
+        "principal that is a user). For display and search only: access is decided by the owner digest.",
+    )
+    owner_kind = models.CharField(
+        max_length=16,
+        choices=OwnerKind.choices,
+        blank=True,
+        default="",
+        help_text="What kind of caller created the task: a Django user, a principal of the endpoint's auth that "
+        "is not a user (such as a bearer token, which is not stored), or anonymous. Blank on tasks created "
+        "before it was recorded.",
+    )
+    arguments = models.JSONField(default=dict, blank=True, help_text="The arguments of the tool call.")
+    status_message = models.TextField(
+        blank=True,
+        default="",
+        help_text="The human-readable status the client sees as statusMessage, such as progress or the reason "
+        "the task failed.",
+    )
+    input_requests = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Requests for input the client has not answered yet (its inputRequests), by key.",
+    )
+    input_responses = models.JSONField(
+        default=dict, blank=True, help_text="Answers from the client the task has not consumed yet, by key."
+    )
+    input_keys = models.JSONField(
+        default=list, blank=True, help_text="Every input request key issued for the task; a key is never reused."
+    )
+    result = models.JSONField(
+        null=True, blank=True, help_text="The tool's result, once the task completed (what tasks/result returns)."
+    )
+    error = models.JSONField(null=True, blank=True, help_text="The JSON-RPC error the task failed with.")
+    cancel_requested = models.BooleanField(
+        default=False,
+        help_text="Cancellation was asked for (by tasks/cancel or the admin); the process running the task "
+        "stops it at its next check.",
+    )
+    ttl_ms = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="How long the task is kept after it was created, in milliseconds (ttlMs); empty: kept until deleted.",
+    )
+    poll_interval_ms = models.PositiveIntegerField(
+        help_text="How often the client is told to poll for the task, in milliseconds (pollIntervalMs)."
+    )
+    created_at = models.DateTimeField(
+        default=timezone.now, editable=False, help_text="When the task was created (createdAt)."
+    )
+    updated_at = models.DateTimeField(
+        default=timezone.now, help_text="When the task last changed: its status, message or input (lastUpdatedAt)."
+    )
+    expires_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the task expires (created + ttlMs): from then on clients no longer see it, and it is "
+        "deleted by the next sweep.",
+    )
     node = models.CharField(max_length=64, blank=True, help_text="The server process running the task.")
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Until when the running process has claimed the task; a lapsed lease on a running task means "
+        "that process stopped, and the task is failed.",
+    )
 
     objects = TaskQuerySet.as_manager()
 
@@ -87,3 +169,24 @@ class Task(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        """Past ``expires_at``: clients no longer see it; the next sweep deletes it."""
+        return self.expires_at is not None and self.expires_at <= (now or timezone.now())
+
+
+def creator_fields(auth: Any, user: Any) -> dict[str, Any]:
+    """``user`` and ``owner_kind`` for a task created by a request with this ``auth`` principal and Django ``user``.
+
+    Mirrors ``McpRequest.principal_key``: the auth principal counts first (unless it is None or a bool, which
+    name nobody), then the authenticated session user. Nothing secret is returned: a principal that is not a
+    user is recorded only as its kind.
+    """
+    user_model = get_user_model()
+    if auth is not None and not isinstance(auth, bool):
+        if isinstance(auth, user_model) and auth.pk is not None:
+            return {"user": auth, "owner_kind": OwnerKind.USER}
+        return {"user": None, "owner_kind": OwnerKind.PRINCIPAL}
+    if isinstance(user, user_model) and user.pk is not None and user.is_authenticated:
+        return {"user": user, "owner_kind": OwnerKind.USER}
+    return {"user": None, "owner_kind": OwnerKind.ANONYMOUS}

@@ -1,4 +1,4 @@
-"""``McpTasks``: the tasks extension (``io.modelcontextprotocol/tasks``) as a server plugin, and how tools create tasks."""
+"""``McpTasks``: the tasks extension (``io.modelcontextprotocol/tasks``) as a server plugin; how tools create tasks."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
 from ..server.params import Params, parse_params
 from . import store as task_store
 from .conf import get_tasks_settings
-from .models import ACTIVE, Task
+from .models import ACTIVE, Task, creator_fields
 from .runner import OWNER_GONE, InlineTask, Run, TaskContext, TaskRunner, call_run, check_run, send_control, task_group
 from .store import TaskStore
 from .wire import EXTENSION_ID, create_task_result, detailed_task
@@ -198,6 +198,17 @@ class McpTasks(ExtensionPlugin):
         finally:
             _current_call.reset(token)
 
+    def refuse_tool_call(self, request: McpRequest, tool: Tool) -> None:
+        if tool.extension_options.get("task_support") == "required":
+            where = (
+                "a client speaking MCP 2026-07-28 that declares it"
+                if request.era != "modern"
+                else "a request for which the extension is enabled"
+            )
+            raise missing_capability(
+                _REQUIRED, f"Tool {tool.name!r} runs only as a task: it needs {EXTENSION_ID} from {where}"
+            )
+
     async def subscribe(self, request: McpRequest, notifications: Mapping[str, Any]) -> ListenSubscription:
         if not request.declares_extension(EXTENSION_ID):
             raise missing_capability(_REQUIRED, f"taskIds needs the {EXTENSION_ID} extension on this request")
@@ -305,6 +316,7 @@ class McpTasks(ExtensionPlugin):
                 max_tasks=self.max_tasks,
                 node=self.runner.node,
                 lease_seconds=settings.TASK_LEASE_SECONDS,
+                **creator_fields(request.auth, request.user),
             )
         except task_store.TaskLimitReached:
             raise McpJsonRpcError(

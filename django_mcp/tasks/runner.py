@@ -148,6 +148,9 @@ class InlineTask(TaskContext):
 class RunningTask(TaskContext):
     """A stored task being run by this process."""
 
+    id: str
+    tool: Tool
+
     def __init__(self, runner: TaskRunner, task: Task, tool: Tool, capabilities: Mapping[str, Any]) -> None:
         super().__init__()
         self.id = str(task.id)
@@ -458,4 +461,3 @@ async def _ending(context: RunningTask, work: asyncio.Future[Any]) -> tuple[str,
     except (TypeError, ValueError) as exc:
         return _completed(exception_result(context.tool, TypeError(f"the task's result is not JSON: {exc}")))
     return _completed(result)
-

@@ -70,6 +70,7 @@ def create(
     max_tasks: int,
     node: str,
     lease_seconds: float,
+    **creator: Any,
 ) -> Task:
     """Insert a ``working`` task, committed before this returns; refuses past ``max_tasks`` retained."""
     now = timezone.now()
@@ -93,6 +94,7 @@ def create(
             expires_at=now + timedelta(milliseconds=ttl_ms) if ttl_ms is not None else None,
             node=node,
             lease_expires_at=now + timedelta(seconds=lease_seconds),
+            **creator,  # user and owner_kind: who created it, for people reading the admin
         )
 
 
@@ -213,7 +215,10 @@ def renew_leases(task_ids: list[str], lease_seconds: float) -> tuple[list[str], 
     """
     mine = Task.objects.filter(pk__in=task_ids).active()
     mine.update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds))
-    state = {str(pk): (cancel, bool(answers)) for pk, cancel, answers in mine.values_list("pk", "cancel_requested", "input_responses")}
+    state = {
+        str(pk): (cancel, bool(answers))
+        for pk, cancel, answers in mine.values_list("pk", "cancel_requested", "input_responses")
+    }
     return (
         [t for t, (cancel, _) in state.items() if cancel],
         [t for t, (_, answered) in state.items() if answered],

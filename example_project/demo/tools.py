@@ -45,7 +45,7 @@ async def slow_job(request: McpRequest, steps: int = 5, delay_ms: int = 200) -> 
 # -- tasks ---------------------------------------------------------------------------
 
 from django_mcp import elicit  # noqa: E402
-from django_mcp.tasks import TaskContext, can_create_task, astart_task  # noqa: E402
+from django_mcp.tasks import TaskContext, astart_task, can_create_task  # noqa: E402
 
 FRAMES = 100
 

@@ -15,6 +15,8 @@ class ConformanceFixturesConfig(AppConfig):
     def ready(self) -> None:
         from . import (
             fixtures,  # noqa: F401  (the core, tools, transport and HTTP-header tools)
+            legacy_fixtures,  # noqa: F401  (tools only the 2025-11-25 wire calls: logging, sampling, elicitation)
+            live_clients,  # noqa: F401  (echo and render, for tests/live/test_clients.py)
             mrtr,  # noqa: F401  (test_input_required_result_* tools and prompt)
             resources_prompts,  # noqa: F401  (resources, prompts, completion)
             tasks,  # noqa: F401  (the tasks-extension tools)

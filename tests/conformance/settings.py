@@ -19,6 +19,8 @@ ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
 
 INSTALLED_APPS = [
     "daphne",
+    "django.contrib.auth",  # tasks record the Django user who created them
+    "django.contrib.contenttypes",
     "django_mcp",
     "tests.conformance.apps.ConformanceFixturesConfig",
 ]

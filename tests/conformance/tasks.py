@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from django_mcp import McpJsonRpcError, McpRequest, ToolError, elicit, tool
-from django_mcp.tasks import TaskContext, can_create_task, astart_task
+from django_mcp.tasks import TaskContext, astart_task, can_create_task
 
 CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
 
@@ -86,7 +86,9 @@ async def multi_input(request: McpRequest) -> Any:
     return await astart_task(request, run=run)
 
 
-@tool(task_support="required", description="Asks for a name (MRTR), then greets it from a task.")
+@tool(
+    task_support="required", run_body_as_task=False, description="Asks for a name (MRTR), then greets it from a task."
+)
 async def test_tool_with_task(request: McpRequest) -> Any:
     answers = await request.aask(
         {"name": elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})}

@@ -6,6 +6,10 @@ the first time (needs npm; later runs need nothing from the network), starts
 requirement set (plus the tasks extension) and stops the server.
 
 Every group must be clean: one test per group, so a failure names its area.
+
+The handshake era (2025-11-25 and earlier: ``initialize``, ``Mcp-Session-Id``,
+GET/DELETE, server→client requests) is judged by its own runs at the end of
+this module, skipped until :data:`LEGACY_ERA_SERVED` is flipped.
 """
 
 from __future__ import annotations
@@ -17,6 +21,23 @@ import pytest
 from tests.conformance.runner import ConformanceError, ConformanceResult, Finding, report, run
 
 pytestmark = [pytest.mark.live, pytest.mark.conformance, pytest.mark.timeout(1200)]
+
+LEGACY_ERA_SERVED = True
+"""Whether django_mcp serves the handshake era (2025-11-25, 2025-06-18, 2025-03-26) on its endpoint.
+
+While False the handshake-era runs below (and the legacy client tests in
+``tests/live/test_clients.py``, which import this flag) are skipped: today
+every one of their checks fails (``initialize`` is answered -32022). Flip it to
+True in the change that serves the era.
+"""
+
+LEGACY_REVISIONS = {
+    # revision: the least number of scenarios a complete run has (suite 0.2.0-alpha.12)
+    "2025-11-25": 33,  # the frozen requirement set: 30 scored + server-session-lifecycle, json-schema-2020-12,
+    # server-sse-polling (not scored)
+    "2025-06-18": 27,  # no requirement set: every scenario applicable at 2025-06-18 (--suite all)
+    "2025-03-26": 1,  # server-session-lifecycle only
+}
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +108,38 @@ def test_mrtr_pass(conformance: ConformanceResult | str) -> None:
 def test_tasks_extension_pass(conformance: ConformanceResult | str) -> None:
     result = ran(conformance)
     assert_clean(result, result.failures_in("tasks-extension"))
+
+
+# ---------------------------------------------------------------- the handshake era
+
+
+@pytest.fixture(scope="module", params=sorted(LEGACY_REVISIONS, reverse=True))
+def legacy_conformance(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> ConformanceResult | str:
+    """One run per handshake-era revision, with its own fixture server (skipped until the era is served)."""
+    revision: str = request.param
+    if not LEGACY_ERA_SERVED:
+        pytest.skip(
+            "django_mcp does not serve the handshake era yet (tests/conformance/test_conformance.py:LEGACY_ERA_SERVED)"
+        )
+    out = tmp_path_factory.mktemp(f"conformance-results-{revision}")
+    try:
+        result = run(out_dir=out, progress=io.StringIO(), revision=revision)
+    except ConformanceError as exc:
+        return f"the conformance suite could not run at {revision}: {exc}"
+    text = io.StringIO()
+    report(result, text)
+    (out / "report.txt").write_text(text.getvalue(), encoding="utf-8")
+    return result
+
+
+def test_handshake_era_nothing_fails(legacy_conformance: ConformanceResult | str) -> None:
+    result = ran(legacy_conformance)
+    assert_clean(result, result.failures)
+
+
+def test_handshake_era_ran_every_planned_scenario(legacy_conformance: ConformanceResult | str) -> None:
+    result = ran(legacy_conformance)
+    assert result.suite_exit_code is not None, explain(result, result.failures)
+    assert len(result.scenarios) >= LEGACY_REVISIONS[result.revision], sorted(result.scenarios)

@@ -1,0 +1,201 @@
+"""Official MCP clients against a real daphne server: the TypeScript SDK 1.x, the Python SDK, FastMCP.
+
+The server is the conformance fixture project (``tests.conformance``: ``echo``,
+``render`` and ``test_elicitation`` among its tools, the tasks extension
+installed), under daphne on 127.0.0.1. Each client is a script in
+``tests/live/clients/`` that drives the URL, prints one JSON summary and exits
+non-zero on failure; the clients are installed once into a cache
+(``tests/live/clients/install.py``; about 50 s the first time, nothing later).
+
+What runs today and what waits:
+
+* the Python SDK in ``mode="auto"`` negotiates 2026-07-28: runs now;
+* FastMCP + fastmcp-tasks (2026-07-28 only): a strict xfail, see its reason;
+* the TypeScript SDK 1.x and the Python SDK in ``mode="legacy"`` speak only the
+  handshake era: skipped until ``LEGACY_ERA_SERVED`` (in
+  ``tests/conformance/test_conformance.py``) is flipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conformance.test_conformance import LEGACY_ERA_SERVED
+from tests.live.clients import install
+from tests.live.servers import ROOT, server_process
+
+pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
+
+CLIENTS = Path(__file__).resolve().parent / "clients"
+CLIENT_TIMEOUT_S = 120
+MODERN = "2026-07-28"
+HANDSHAKE = "2025-11-25"
+
+legacy_era = pytest.mark.skipif(
+    not LEGACY_ERA_SERVED,
+    reason="django_mcp does not serve the handshake era yet (tests/conformance/test_conformance.py:LEGACY_ERA_SERVED)",
+)
+
+
+@pytest.fixture(scope="module")
+def clients() -> dict[str, install.Installed]:
+    """Every client, installed into the cache if missing (a failure, not a skip, without network or cache)."""
+    try:
+        return install.install_all()
+    except install.InstallError as exc:
+        pytest.fail(f"the MCP clients could not be installed: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def mcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The conformance fixture project under daphne on 127.0.0.1 (a throw-away SQLite file)."""
+    env = {
+        "DJANGO_SETTINGS_MODULE": "tests.conformance.settings",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_MCP_SQLITE": str(tmp_path_factory.mktemp("clients") / "db.sqlite3"),
+    }
+    subprocess.run(  # noqa: S603 - our own interpreter and arguments
+        [sys.executable, "-m", "django", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        check=True,
+        timeout=120,
+    )
+    with server_process(
+        ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.conformance.asgi:application"], env=env
+    ) as base:
+        yield base + "/mcp/"
+
+
+def run_client(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run a client script; its JSON summary (last stdout line) plus ``exit`` and ``stderr``."""
+    proc = subprocess.run(  # noqa: S603 - installed clients and our own scripts
+        cmd,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=CLIENT_TIMEOUT_S,
+        check=False,
+    )
+    lines = proc.stdout.strip().splitlines()
+    try:
+        summary: dict[str, Any] = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        pytest.fail(
+            f"{Path(cmd[1]).name} printed no JSON summary (exit {proc.returncode})\n"
+            f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}",
+            pytrace=False,
+        )
+    summary["exit"] = proc.returncode
+    summary["stderr"] = proc.stderr[-3000:]
+    return summary
+
+
+def assert_passed(summary: dict[str, Any]) -> None:
+    __tracebackhide__ = True
+    if not (summary["ok"] and summary["exit"] == 0):
+        shown = {k: v for k, v in summary.items() if k != "stderr"}
+        raise AssertionError(
+            f"{summary['client']} failed at step {summary.get('failed_step', summary.get('failedStep'))!r}: "
+            f"{summary.get('error')}\n{json.dumps(shown, indent=2)}\nstderr (tail):\n{summary['stderr'][-1500:]}"
+        )
+
+
+def venv_python(clients: dict[str, install.Installed], key: str) -> str:
+    return clients[key].path
+
+
+# ---------------------------------------------------------------- installation
+
+
+def test_clients_are_installed_and_import(clients: dict[str, install.Installed]) -> None:
+    node, sdk = clients["node"].path, clients["ts-sdk"].path
+    probe = (
+        "const sdk = process.argv[1];"
+        "const { Client } = await import(`file://${sdk}/dist/esm/client/index.js`);"
+        "const { StreamableHTTPClientTransport } = await import(`file://${sdk}/dist/esm/client/streamableHttp.js`);"
+        "const { LATEST_PROTOCOL_VERSION } = await import(`file://${sdk}/dist/esm/types.js`);"
+        "console.log(typeof Client, typeof StreamableHTTPClientTransport, LATEST_PROTOCOL_VERSION);"
+    )
+    out = subprocess.run(  # noqa: S603 - the installed node
+        [node, "--input-type=module", "-e", probe, sdk], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.split()
+    assert out == ["function", "function", HANDSHAKE]  # the 1.x line speaks the handshake era only
+
+    out = subprocess.run(  # noqa: S603 - the installed venv
+        [venv_python(clients, "python-sdk"), "-c", "import mcp, importlib.metadata as m; print(m.version('mcp'))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.split()
+    assert out == [install.MCP_VERSION]
+
+    script = (
+        "import fastmcp, fastmcp_tasks, importlib.metadata as m; "
+        "from fastmcp_tasks import call_tool_task; "
+        "print(*(m.version(p) for p in ('fastmcp', 'fastmcp-tasks', 'mcp')))"
+    )
+    out = subprocess.run(  # noqa: S603 - the installed venv
+        [venv_python(clients, "fastmcp"), "-c", script], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.split()
+    assert out == [install.FASTMCP_VERSION, install.FASTMCP_TASKS_VERSION, install.MCP_VERSION]
+
+
+# ---------------------------------------------------------------- 2026-07-28
+
+
+def test_python_sdk_auto_mode_negotiates_2026(clients: dict[str, install.Installed], mcp_url: str) -> None:
+    """discover → 2026-07-28; echo; test_elicitation answered through an MRTR round."""
+    cmd = [venv_python(clients, "python-sdk"), str(CLIENTS / "py_client.py"), mcp_url, "--mode", "auto"]
+    summary = run_client([*cmd, "--expect-version", MODERN])
+    assert_passed(summary)
+    assert summary["steps"]["call_echo"]["text"] == "hi"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="fastmcp-tasks 4.1.4 sends tasks/get and tasks/cancel without the Mcp-Name header (its request "
+    "models set no name_param), and django_mcp answers a missing Mcp-Name with -32020; the spec only requires "
+    "rejecting a mismatch (wire-reference §9.15). Remove this marker once django_mcp tolerates the absence on "
+    "tasks/*.",
+)
+def test_fastmcp_tasks_complete_and_cancel(clients: dict[str, install.Installed], mcp_url: str) -> None:
+    summary = run_client([venv_python(clients, "fastmcp"), str(CLIENTS / "fastmcp_client.py"), mcp_url])
+    assert_passed(summary)
+    assert summary["steps"]["connect"]["protocolVersion"] == MODERN
+    assert summary["steps"]["cancel_task"]["status"] == "cancelled"
+
+
+# ---------------------------------------------------------------- the handshake era
+
+
+@legacy_era
+def test_typescript_sdk_handshake(clients: dict[str, install.Installed], mcp_url: str) -> None:
+    """initialize + session, tools/list, echo, elicitation/create on the call's SSE stream, DELETE."""
+    summary = run_client(
+        [clients["node"].path, str(CLIENTS / "ts_client.mjs"), mcp_url],
+        env={"DJANGO_MCP_TS_SDK": clients["ts-sdk"].path},
+    )
+    assert_passed(summary)
+    connect = summary["steps"]["connect"]
+    assert connect["protocolVersion"] == HANDSHAKE
+    assert connect["sessionId"], "no Mcp-Session-Id was issued"
+    assert summary["steps"]["terminate"]["deleted"] is True
+
+
+@legacy_era
+def test_python_sdk_legacy_mode(clients: dict[str, install.Installed], mcp_url: str) -> None:
+    cmd = [venv_python(clients, "python-sdk"), str(CLIENTS / "py_client.py"), mcp_url, "--mode", "legacy"]
+    summary = run_client([*cmd, "--expect-version", HANDSHAKE])
+    assert_passed(summary)
+    assert summary["steps"]["call_echo"]["text"] == "hi"

@@ -1,0 +1,362 @@
+"""The tasks admin in a real headless browser (Debian's chromium) at 1400 x 900: log in, list tasks, measure.
+
+Chromium is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``: no port, no websocket
+client) against Django's live server thread on the test database, with the admin's own CSS served. The
+assertions are on the rendered page (layout boxes, rendered text, computed styles) and a screenshot is
+taken; set DJANGO_MCP_SCREENSHOTS to a directory to keep it. Skipped where chromium is not installed:
+``.ci/run`` installs it (``apt-get install chromium``).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import django.contrib.admin
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.test.utils import override_settings
+from pytest_django.live_server_helper import LiveServer
+
+from django_mcp.models import Task
+
+CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+WIDTH, HEIGHT = 1400, 900
+
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (Debian: apt-get install chromium; .ci/run does)"),
+    pytest.mark.timeout(120),
+]
+
+
+class Browser:
+    """Headless chromium, spoken to in DevTools protocol messages (JSON, NUL-terminated) on fds 3 and 4."""
+
+    def __init__(self, profile: Path) -> None:
+        args = [
+            "--headless",
+            "--no-sandbox",  # CI runs as root
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            f"--window-size={WIDTH},{HEIGHT}",
+            "--remote-debugging-pipe",
+            "about:blank",
+        ]
+        # The pipe is the child's fds 3 (commands in) and 4 (replies out): moved there from stdin and stdout.
+        self.proc = subprocess.Popen(  # noqa: S603 - chromium from PATH, our own arguments
+            ["/bin/sh", "-c", 'exec "$0" "$@" 3<&0 4>&1 0</dev/null 1>/dev/null', CHROMIUM, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self._buffer = b""
+        self._next_id = 0
+        self.events: list[dict[str, Any]] = []
+        self.session: str | None = None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.call("Browser.close", page=False, timeout=5)
+            except (AssertionError, OSError):
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the session this test started, helpers included
+                self.proc.wait(timeout=5)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+
+    def _read(self, deadline: float) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        while b"\0" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, "chromium did not answer in time"
+            ready, _, _ = select.select([self.proc.stdout], [], [], remaining)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+                assert chunk, f"chromium exited with {self.proc.poll()}"
+                self._buffer += chunk
+        message, self._buffer = self._buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def call(self, method: str, params: dict[str, Any] | None = None, *, page: bool = True, timeout: float = 30):
+        self._next_id += 1
+        message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
+        if page:
+            message["sessionId"] = self.session
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\0")
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._read(deadline)
+            if reply.get("id") == self._next_id:
+                assert "error" not in reply, reply["error"]
+                return reply["result"]
+            if "method" in reply:
+                self.events.append(reply)
+
+    def wait_for(self, event: str, timeout: float = 30) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, message in enumerate(self.events):
+                if message["method"] == event and message.get("sessionId") == self.session:
+                    del self.events[: i + 1]
+                    return message
+            reply = self._read(deadline)
+            if "method" in reply:
+                self.events.append(reply)
+
+    def open_page(self) -> None:
+        target = self.call("Target.createTarget", {"url": "about:blank"}, page=False)["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True}, page=False)[
+            "sessionId"
+        ]
+        self.call("Page.enable")
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False},
+        )
+
+    def load(self, action: str, **params: Any) -> None:
+        """Run ``Page.navigate`` or a script that navigates, and wait until the new page has loaded."""
+        self.events = [e for e in self.events if e["method"] != "Page.loadEventFired"]
+        if action == "navigate":
+            self.call("Page.navigate", params)
+        else:
+            self.evaluate(action)
+        self.wait_for("Page.loadEventFired")
+
+    def evaluate(self, expression: str) -> Any:
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        assert "exceptionDetails" not in result, result["exceptionDetails"]
+        return result["result"].get("value")
+
+    def screenshot(self, path: Path) -> bytes:
+        png = base64.b64decode(self.call("Page.captureScreenshot", {"format": "png"})["data"])
+        path.write_bytes(png)
+        return png
+
+
+@pytest.fixture
+def admin_url(transactional_db):
+    """Django's live server thread on the test database, serving the admin's CSS and images too."""
+    static = Path(django.contrib.admin.__file__).parent / "static"
+    with override_settings(STATIC_URL="/static/", STATIC_ROOT=str(static)):
+        server = LiveServer("127.0.0.1:0")
+        try:
+            yield server.url
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    chromium = Browser(tmp_path / "profile")
+    try:
+        chromium.open_page()
+        yield chromium
+    finally:
+        chromium.close()
+
+
+CREATED = datetime.datetime(2026, 12, 3, 12, 41, 7, tzinfo=datetime.UTC)
+LONG_MESSAGE = (
+    "Waiting for the quarterly figures from accounting before the summary can be written; "
+    "this may take a while, the spreadsheet is large"
+)
+
+
+def local(moment: datetime.datetime) -> str:
+    return moment.astimezone(ZoneInfo(settings.TIME_ZONE)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+MEASURE = """(() => {
+  const lines = el => el ? el.getClientRects().length : 0;
+  const cell = (row, name) => row.querySelector('.field-' + name);
+  const table = document.querySelector('#result_list');
+  const results = document.querySelector('.results');
+  return {
+    path: location.pathname,
+    headerBackground: getComputedStyle(document.querySelector('#header')).backgroundColor,
+    innerWidth: innerWidth,
+    scrollWidth: document.documentElement.scrollWidth,
+    tableRight: table.getBoundingClientRect().right,
+    resultsRight: results.getBoundingClientRect().right,
+    resultsOverflow: results.scrollWidth - results.clientWidth,
+    columns: [...table.querySelectorAll('thead th')].map(th => Math.round(th.getBoundingClientRect().width)),
+    content: Math.round(document.querySelector('.changelist-form-container').getBoundingClientRect().width),
+    rows: [...table.querySelectorAll('tbody tr')].map(row => {
+      const id = cell(row, 'short_id').querySelector('code');
+      const lineHeight = id.getBoundingClientRect().height;
+      const who = cell(row, 'who').firstElementChild;
+      const message = cell(row, 'message').querySelector('span span');
+      const marker = row.querySelector('.mcp-expired');
+      return {
+        height: row.getBoundingClientRect().height, lineHeight,
+        id: id.innerText, idLines: lines(id), idTitle: id.title,
+        tool: cell(row, 'tool_shown').innerText,
+        status: cell(row, 'status_shown').innerText,
+        who: who.innerText, whoLines: lines(who), whoHref: who.getAttribute('href'),
+        message: message && {
+          lines: Math.round(message.getBoundingClientRect().height / lineHeight),
+          clipped: message.scrollWidth > message.clientWidth,
+          title: message.parentElement.title,
+        },
+        times: ['created', 'updated', 'expires'].map(name => {
+          const t = cell(row, name).querySelector('time');
+          return t ? {text: t.innerText, lines: lines(t), title: t.title} : cell(row, name).innerText;
+        }),
+        expired: marker && {text: marker.innerText, shown: marker.offsetWidth > 0 && marker.offsetHeight > 0,
+                            color: getComputedStyle(marker).color},
+      };
+    }),
+  };
+})()"""
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    return struct.unpack(">II", png[16:24])
+
+
+def test_task_list_renders_whose_what_when_at_1400px(admin_url, browser, tmp_path):
+    User.objects.create_superuser("admin", "admin@example.com", "pw")
+    ada = User.objects.create_user("ada", "ada@example.com", "pw", first_name="Ada", last_name="Lovelace")
+    now = datetime.datetime.now(datetime.UTC)
+    base = {"poll_interval_ms": 500, "node": "web-1"}
+    ada_task = Task.objects.create(
+        tool="quarterly_report",
+        owner="sha256:" + "1" * 64,
+        user=ada,
+        owner_kind="user",
+        status="input_required",
+        status_message=LONG_MESSAGE,
+        created_at=CREATED,
+        updated_at=CREATED + datetime.timedelta(seconds=83),
+        expires_at=now + datetime.timedelta(hours=2),
+        **base,
+    )
+    expired = Task.objects.create(
+        tool="export",
+        owner="sha256:" + "2" * 64,
+        owner_kind="anonymous",
+        status="completed",
+        status_message="Done",
+        created_at=CREATED - datetime.timedelta(hours=3),
+        updated_at=CREATED - datetime.timedelta(hours=3),
+        expires_at=now - datetime.timedelta(minutes=5),
+        **base,
+    )
+    principal = Task.objects.create(
+        tool="slow",
+        owner="sha256:3c0ffee3" + "3" * 56,
+        owner_kind="principal",
+        status_message="Step 2/3",
+        created_at=CREATED - datetime.timedelta(minutes=1),
+        updated_at=CREATED + datetime.timedelta(seconds=5),
+        **base,
+    )
+    tasks = [ada_task, expired, principal]
+
+    # Log in through the admin's own login form, as a person would.
+    browser.load("navigate", url=f"{admin_url}/admin/login/?next=/admin/django_mcp/task/")
+    browser.load(
+        "document.querySelector('#id_username').value = 'admin';"
+        "document.querySelector('#id_password').value = 'pw';"
+        "document.querySelector('#login-form').submit();"
+    )
+    page = browser.evaluate(MEASURE)
+    shot = browser.screenshot(Path(os.environ.get("DJANGO_MCP_SCREENSHOTS") or tmp_path) / "admin-task-list.png")
+
+    assert page["path"] == "/admin/django_mcp/task/"
+    assert page["headerBackground"] not in ("rgba(0, 0, 0, 0)", "transparent")  # the admin CSS is applied
+    assert png_size(shot) == (WIDTH, HEIGHT) and len(shot) > 20_000
+    # Nothing pushed off a 1400 px screen.
+    assert page["innerWidth"] == WIDTH
+    layout = json.dumps({k: page[k] for k in ("columns", "content", "resultsOverflow")})
+    assert page["scrollWidth"] <= WIDTH, layout
+    assert page["resultsOverflow"] == 0 and page["tableRight"] <= page["resultsRight"], layout
+    rows = {row["id"]: row for row in page["rows"]}
+    assert set(rows) == {t.id.hex[:8] for t in tasks}
+    for task in tasks:
+        row = rows[task.id.hex[:8]]
+        # Every row is one line high: its id, who and times do not wrap.
+        assert row["idLines"] == 1 and row["idTitle"] == str(task.id)
+        assert row["height"] < 2 * row["lineHeight"] + 20, row
+        assert row["whoLines"] == 1
+        assert row["times"][0]["text"] == local(task.created_at) and row["times"][0]["lines"] == 1
+        assert row["times"][1]["text"] == local(task.updated_at) and row["times"][1]["lines"] == 1
+    heights = [row["height"] for row in page["rows"]]
+    assert max(heights) - min(heights) <= 1
+
+    row = rows[ada_task.id.hex[:8]]
+    assert (row["tool"], row["status"], row["who"]) == ("quarterly_report", "Input Required", "ada")
+    assert row["whoHref"] == f"/admin/auth/user/{ada.pk}/change/"
+    assert row["times"][1]["text"] == local(CREATED + datetime.timedelta(seconds=83))  # to the second
+    assert row["message"] == {"lines": 1, "clipped": True, "title": LONG_MESSAGE}  # cut, on one line
+    assert re.fullmatch(r"in 1 h 5\d min|in 2 h 0 min", row["times"][2]["text"])
+    assert row["times"][2]["title"] == local(ada_task.expires_at)
+    assert row["expired"] is None
+
+    row = rows[expired.id.hex[:8]]
+    assert row["who"] == "anonymous"
+    assert row["status"] == "Completed expired"
+    assert row["expired"] == {"text": "expired", "shown": True, "color": "rgb(186, 33, 33)"}
+    assert re.fullmatch(r"[5-6] min ago", row["times"][2]["text"])
+    assert row["times"][2]["lines"] == 1 and row["times"][2]["title"] == local(expired.expires_at)
+
+    row = rows[principal.id.hex[:8]]
+    assert row["who"] == "token principal"
+    assert row["whoHref"] is None
+    assert row["times"][2] == "never"  # no ttlMs
+
+    # The detail page: the full id, times to the second, and what each field means under it.
+    browser.load("navigate", url=f"{admin_url}/admin/django_mcp/task/{ada_task.pk}/change/")
+    detail = browser.evaluate(DETAIL)
+    browser.screenshot(Path(os.environ.get("DJANGO_MCP_SCREENSHOTS") or tmp_path) / "admin-task-detail.png")
+    assert str(ada_task.id) in detail["id"]
+    assert detail["created"] == local(CREATED) and detail["updated"] == local(ada_task.updated_at)
+    assert detail["who"] == "ada"
+    assert detail["help"]["status_message"] == str(Task._meta.get_field("status_message").help_text)
+    assert detail["help"]["who"] == str(Task._meta.get_field("user").help_text)
+    assert detail["help"]["owner"] == str(Task._meta.get_field("owner").help_text)
+    assert all(detail["help"].values()), detail["help"]
+    assert detail["overflow"] <= 0
+
+
+DETAIL = """(() => {
+  const text = name => document.querySelector('.field-' + name + ' .readonly').innerText.trim();
+  const help = {};
+  for (const row of document.querySelectorAll('.form-row')) {
+    const name = [...row.classList].find(c => c.startsWith('field-')).slice(6);
+    const h = row.querySelector('.help');
+    help[name] = h && h.offsetHeight > 0 ? h.innerText.trim() : '';
+  }
+  return {
+    id: text('id'), created: text('created'), updated: text('updated'), who: text('who'), help,
+    overflow: document.documentElement.scrollWidth - innerWidth,
+  };
+})()"""

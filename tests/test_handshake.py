@@ -1,0 +1,191 @@
+"""The handshake era (2025-11-25 and earlier) on the same endpoint: initialize, sessions, GET, DELETE, asking."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from tests.wire import sse_messages
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+async def post(client, body, *, path="/mcp/", session=None, version="2025-11-25", headers=None):
+    hdrs = dict(HEADERS)
+    if session is not None:
+        hdrs["Mcp-Session-Id"] = session
+    if version is not None and session is not None:
+        hdrs["MCP-Protocol-Version"] = version
+    hdrs.update(headers or {})
+    return await client.post(path, data=json.dumps(body), content_type=hdrs.pop("Content-Type"), headers=hdrs)
+
+
+async def initialize(client, *, version="2025-11-25", capabilities=None, path="/mcp/") -> tuple[str, dict[str, Any]]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": capabilities if capabilities is not None else {"elicitation": {}},
+            "clientInfo": {"name": "legacy-tests", "version": "1"},
+        },
+    }
+    response = await post(client, body, path=path)
+    assert response.status_code == 200, response.content
+    await post(
+        client, {"jsonrpc": "2.0", "method": "notifications/initialized"}, path=path, session=response["Mcp-Session-Id"]
+    )
+    return response["Mcp-Session-Id"], json.loads(response.content)["result"]
+
+
+async def rpc(client, session, method, params=None, *, id=1, path="/mcp/", **kw) -> Any:
+    response = await post(
+        client, {"jsonrpc": "2.0", "id": id, "method": method, "params": params or {}}, path=path, session=session, **kw
+    )
+    if response["Content-Type"] == "text/event-stream":
+        return response.status_code, (await sse_messages(response))[-1]
+    return response.status_code, json.loads(response.content)
+
+
+async def test_initialize_negotiates_and_opens_a_session(async_client):
+    session, result = await initialize(async_client)
+    assert len(session) >= 32
+    assert result["protocolVersion"] == "2025-11-25"
+    assert result["serverInfo"]["name"]
+    assert "tools" in result["capabilities"] and "extensions" not in result["capabilities"]
+    assert "resultType" not in result
+
+
+@pytest.mark.parametrize(
+    "asked, answered",
+    [
+        ("2025-06-18", "2025-06-18"),
+        ("2025-03-26", "2025-03-26"),
+        ("2024-11-05", "2024-11-05"),
+        ("1999-01-01", "2025-11-25"),
+    ],
+)
+async def test_version_negotiation(async_client, asked, answered):
+    _, result = await initialize(async_client, version=asked)
+    assert result["protocolVersion"] == answered
+
+
+async def test_tools_through_the_session_use_the_same_handlers(async_client):
+    session, _ = await initialize(async_client)
+    status, body = await rpc(async_client, session, "tools/list")
+    assert status == 200
+    names = [t["name"] for t in body["result"]["tools"]]
+    assert "add" in names
+    status, body = await rpc(async_client, session, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    assert body["result"]["content"] == [{"type": "text", "text": "5"}]
+    assert "resultType" not in body["result"]
+    status, body = await rpc(async_client, session, "ping")
+    assert (status, body["result"]) == (200, {})
+
+
+async def test_missing_unknown_and_ended_sessions(async_client):
+    status, body = await rpc(async_client, None, "tools/list", headers={"MCP-Protocol-Version": "2025-11-25"})
+    assert (status, body["error"]["code"]) == (400, -32600)
+    status, body = await rpc(async_client, "not-a-session", "tools/list")
+    assert (status, body["error"]["code"]) == (404, -32001)
+    session, _ = await initialize(async_client)
+    response = await async_client.delete("/mcp/", headers={"Mcp-Session-Id": session})
+    assert response.status_code == 200
+    status, body = await rpc(async_client, session, "tools/list")
+    assert status == 404
+    response = await async_client.delete("/mcp/", headers={"Mcp-Session-Id": session})
+    assert response.status_code == 404
+
+
+async def test_a_session_is_bound_to_its_principal(async_client):
+    auth = {"Authorization": "Bearer alice-token"}
+    response = await post(
+        async_client,
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "x", "version": "1"},
+            },
+        },
+        path="/mcp-bearer/",
+        headers=auth,
+    )
+    session = response["Mcp-Session-Id"]
+    status, _ = await rpc(async_client, session, "ping", path="/mcp-bearer/", headers=auth)
+    assert status == 200
+    status, body = await rpc(
+        async_client, session, "ping", path="/mcp-bearer/", headers={"Authorization": "Bearer bob-token"}
+    )
+    assert (status, body["error"]["code"]) == (404, -32001)
+
+
+async def test_a_header_naming_an_unserved_revision_is_400(async_client):
+    session, _ = await initialize(async_client)
+    status, body = await rpc(async_client, session, "ping", version="2099-01-01")
+    assert status == 400 and body["error"]["data"]["requested"] == "2099-01-01"
+
+
+async def test_modern_only_methods_and_tasks_are_not_served(async_client):
+    session, _ = await initialize(async_client, path="/mcp-tasks/")
+    for method in ("server/discover", "subscriptions/listen", "tasks/get", "tasks/result", "tasks/list"):
+        status, body = await rpc(async_client, session, method, {"taskId": "x"}, path="/mcp-tasks/")
+        assert (status, body["error"]["code"]) == (200, -32601), method
+
+
+async def test_task_tools_answer_synchronously_and_params_task_is_ignored(async_client):
+    session, _ = await initialize(async_client, path="/mcp-tasks/")
+    status, body = await rpc(async_client, session, "tools/list", path="/mcp-tasks/")
+    assert all("execution" not in t for t in body["result"]["tools"])
+    status, body = await rpc(
+        async_client,
+        session,
+        "tools/call",
+        {"name": "quick", "arguments": {"text": "a"}, "task": {"ttl": 60000}},
+        path="/mcp-tasks/",
+    )
+    assert body["result"]["content"] == [{"type": "text", "text": "sync:a"}]
+    status, body = await rpc(async_client, session, "tools/call", {"name": "only_as_task"}, path="/mcp-tasks/")
+    assert body["error"]["code"] == -32021
+    assert "io.modelcontextprotocol/tasks" in body["error"]["message"]
+
+
+async def test_logging_set_level_and_validation(async_client):
+    session, _ = await initialize(async_client)
+    status, body = await rpc(async_client, session, "logging/setLevel", {"level": "debug"})
+    assert (status, body["result"]) == (200, {})
+    status, body = await rpc(async_client, session, "logging/setLevel", {"level": "loud"})
+    assert (status, body["error"]["code"]) == (200, -32602)  # in-band inside a session
+
+
+async def test_asking_the_client_with_a_real_request_and_a_posted_answer(async_client):
+    session, _ = await initialize(async_client)
+    task = asyncio.ensure_future(rpc(async_client, session, "tools/call", {"name": "greet_me"}))
+    # The server's elicitation request travels on the POST's SSE stream; answer it with a POST.
+    from django_mcp.handshake import _pending
+
+    for _ in range(200):
+        if _pending:
+            break
+        await asyncio.sleep(0.01)
+    ((_, request_id),) = list(_pending)
+    answer = {"jsonrpc": "2.0", "id": request_id, "result": {"action": "accept", "content": {"name": "Ada"}}}
+    response = await post(async_client, answer, session=session)
+    assert response.status_code == 202
+    status, body = await task
+    assert body["result"]["content"] == [{"type": "text", "text": "Hello Ada"}]
+
+
+async def test_an_undeclared_capability_is_32021(async_client):
+    session, _ = await initialize(async_client, capabilities={})
+    status, body = await rpc(async_client, session, "tools/call", {"name": "greet_me"})
+    assert (status, body["error"]["code"]) == (200, -32021)
