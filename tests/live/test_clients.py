@@ -10,10 +10,8 @@ non-zero on failure; the clients are installed once into a cache
 What runs today and what waits:
 
 * the Python SDK in ``mode="auto"`` negotiates 2026-07-28: runs now;
-* FastMCP + fastmcp-tasks (2026-07-28 only): a strict xfail, see its reason;
-* the TypeScript SDK 1.x and the Python SDK in ``mode="legacy"`` speak only the
-  handshake era: skipped until ``LEGACY_ERA_SERVED`` (in
-  ``tests/conformance/test_conformance.py``) is flipped.
+* FastMCP + fastmcp-tasks (2026-07-28 only; it omits ``Mcp-Name`` on ``tasks/*``, which is accepted);
+* the TypeScript SDK 1.x and the Python SDK in ``mode="legacy"``, which speak only the handshake era.
 """
 
 from __future__ import annotations
@@ -162,13 +160,6 @@ def test_python_sdk_auto_mode_negotiates_2026(clients: dict[str, install.Install
     assert summary["steps"]["call_echo"]["text"] == "hi"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fastmcp-tasks 4.1.4 sends tasks/get and tasks/cancel without the Mcp-Name header (its request "
-    "models set no name_param), and django_mcp answers a missing Mcp-Name with -32020; the spec only requires "
-    "rejecting a mismatch (wire-reference §9.15). Remove this marker once django_mcp tolerates the absence on "
-    "tasks/*.",
-)
 def test_fastmcp_tasks_complete_and_cancel(clients: dict[str, install.Installed], mcp_url: str) -> None:
     summary = run_client([venv_python(clients, "fastmcp"), str(CLIENTS / "fastmcp_client.py"), mcp_url])
     assert_passed(summary)
