@@ -12,3 +12,17 @@ class DjangoMcpConfig(AppConfig):
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the core's system checks)
         from .tasks import checks as task_checks  # noqa: F401  (the tasks extension's checks and settings)
+
+        _watch_autoreloader()
+
+
+def _watch_autoreloader() -> None:
+    """Graceful shutdown under ``manage.py runserver`` with its autoreloader (the server runs in a thread)."""
+    from django.utils.autoreload import autoreload_started
+
+    from .server.lifecycle import lifecycle
+
+    def chain(sender: object, **kwargs: object) -> None:
+        lifecycle.chain_from_main_thread()
+
+    autoreload_started.connect(chain, weak=False, dispatch_uid="django_mcp.graceful_shutdown")

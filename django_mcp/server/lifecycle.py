@@ -35,6 +35,8 @@ class Lifecycle:
         self.stopping = False
         self._installed = False
         self._graceful: set[asyncio.Task[None]] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The loop serving requests in this process (recorded at the first request)."""
 
     def on_shutdown(self, hook: ShutdownHook) -> ShutdownHook:
         """Register ``hook(grace_seconds)`` to run at graceful shutdown (servers add their extensions')."""
@@ -46,6 +48,9 @@ class Lifecycle:
 
         ``loop`` is where the shutdown runs (default: the running loop). Returns whether handlers were installed.
         """
+        if self.loop is None:
+            with contextlib.suppress(RuntimeError):
+                self.loop = asyncio.get_running_loop()
         if self._installed or threading.current_thread() is not threading.main_thread():
             return False
         if not get_settings().SHUTDOWN_SIGNALS:
@@ -64,6 +69,32 @@ class Lifecycle:
 
             signal.signal(sig, handler)
         return True
+
+    def chain_from_main_thread(self) -> None:
+        """Under ``runserver``'s autoreloader the server runs in a thread, not the main one: chain our
+        shutdown in front of the main thread's handlers now (Django's reloader exits on SIGTERM).
+
+        The handler runs the graceful shutdown on the serving loop and waits for it (at most the grace
+        period and a margin), then hands over to the previous handler.
+        """
+        if self._installed or threading.current_thread() is not threading.main_thread():
+            return
+        if not get_settings().SHUTDOWN_SIGNALS:
+            return
+        self._installed = True
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(sig)
+
+            def handler(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
+                loop = self.loop
+                if loop is not None and loop.is_running() and not self.stopping:
+                    self.stopping = True
+                    done = asyncio.run_coroutine_threadsafe(self.graceful_shutdown(), loop)
+                    with contextlib.suppress(Exception):
+                        done.result(timeout=get_settings().SHUTDOWN_GRACE_SECONDS + 15)
+                _pass_on(previous, signum, frame)
+
+            signal.signal(sig, handler)
 
     def _start_graceful(self, previous: Any, signum: int) -> None:
         task = asyncio.ensure_future(self.graceful_shutdown(previous, signum))
