@@ -113,7 +113,9 @@ def _error(exc: McpJsonRpcError, request_id: str | int | None) -> JsonResponse:
 
 
 def _database_unavailable(exc: Exception) -> McpJsonRpcError:
-    return McpJsonRpcError(INTERNAL_ERROR, f"Database unavailable: {exc}".strip(), http_status=503)
+    # The driver's text (SQL fragments, hosts) is logged, never sent.
+    logger.warning("Database unavailable: %s", exc)
+    return McpJsonRpcError(INTERNAL_ERROR, "Database unavailable: try again shortly", http_status=503)
 
 
 def origin_allowed(origin: str, request: HttpRequest) -> bool:

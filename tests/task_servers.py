@@ -215,6 +215,11 @@ small_server = McpServer(
     extension_plugins=[McpTasks(max_tasks=3, ttl_seconds=1.5, poll_interval_seconds=0.1)],
     urls_namespace="mcp_small",
 )
+owner_cap_server = McpServer(
+    tools=task_tools,
+    extension_plugins=[McpTasks(max_tasks=5, max_tasks_per_owner=2, bind=tenant)],
+    urls_namespace="mcp_owner_cap",
+)
 principal_server = McpServer(tools=task_tools, extension_plugins=[McpTasks()], auth=TokenAuth(), urls_namespace="mcp_p")
 cap_server = McpServer(
     tools=task_tools, extension_plugins=[McpTasks(max_tasks=25, ttl_seconds=120)], urls_namespace="mcp_cap"

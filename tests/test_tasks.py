@@ -512,3 +512,47 @@ async def test_tasks_methods_accept_a_missing_mcp_name_but_not_a_different_one(a
     assert (response.status_code, json.loads(response.content)["error"]["code"]) == (400, -32020)
     cancel = request_body("tasks/cancel", {"taskId": task_id}, capabilities=CLIENT)
     assert (await post(async_client, cancel, path="/mcp-tasks/", drop=("Mcp-Name",))).status_code == 200
+
+
+# -- caps per server and per caller, counted without scanning the table ---------------------------
+
+
+async def test_one_caller_cannot_starve_the_others(async_client):
+    def as_(tenant):
+        return {"X-Tenant": tenant}
+
+    path = "/mcp-owner-cap/"
+    for _ in range(2):
+        await create(async_client, "slow", path=path, headers=as_("alice"))
+    refused = await rpc(async_client, "tools/call", {"name": "slow"}, path=path, headers=as_("alice"), status=200)
+    assert error_of(refused)["code"] == -32603 and error_of(refused)["data"] == {"maxTasksPerOwner": 2}
+    for _ in range(2):
+        await create(async_client, "slow", path=path, headers=as_("bob"))  # alice at her cap does not stop bob
+    await create(async_client, "slow", path=path, headers=as_("carol"))
+    full = await rpc(async_client, "tools/call", {"name": "slow"}, path=path, headers=as_("dave"), status=200)
+    assert error_of(full)["data"] == {"maxTasks": 5}  # the server's own cap still holds
+
+
+async def test_each_server_counts_its_own_cap(async_client):
+    for _ in range(3):
+        await create(async_client, "slow", path="/mcp-small/")
+    assert error_of(await rpc(async_client, "tools/call", {"name": "slow"}, path="/mcp-small/", status=200))
+    assert (await create(async_client, "slow", path="/mcp-owner-cap/"))["resultType"] == "task"
+
+
+async def test_counters_follow_deletions_and_can_be_rebuilt(async_client):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    ids = [(await create(async_client, "slow", path="/mcp-small/"))["taskId"] for _ in range(3)]
+    await Task.objects.filter(pk__in=ids).adelete()  # behind the store's back: the counter still says 3
+    assert error_of(await rpc(async_client, "tools/call", {"name": "slow"}, path="/mcp-small/", status=200))
+    await sync_to_async(call_command)("mcp_clear_tasks", "--recount", stdout=StringIO())
+    assert (await create(async_client, "slow", path="/mcp-small/"))["resultType"] == "task"
+
+
+async def test_a_nul_character_in_arguments_or_answers_is_refused_as_params(async_client):
+    body = await rpc(async_client, "tools/call", {"name": "quick", "arguments": {"text": "a\u0000b"}}, status=400)
+    assert error_of(body)["code"] == -32602 and "NUL" in error_of(body)["message"]
+    assert await Task.objects.filter(tool="quick").acount() == 0

@@ -14,4 +14,5 @@ urlpatterns = [
     path("mcp-small/", task_servers.small_server.urls),
     path("mcp-principal/", task_servers.principal_server.urls),
     path("mcp-cap/", task_servers.cap_server.urls),
+    path("mcp-owner-cap/", task_servers.owner_cap_server.urls),
 ]

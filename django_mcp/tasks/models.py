@@ -142,6 +142,12 @@ class Task(models.Model):
         help_text="When the task expires (created + ttlMs): from then on clients no longer see it, and it is "
         "deleted by the next sweep.",
     )
+    scope = models.CharField(
+        max_length=255,
+        blank=True,
+        default="",
+        help_text="The server (its URL namespace) whose tasks this counts among, for its caps.",
+    )
     node = models.CharField(max_length=64, blank=True, help_text="The server process running the task.")
     lease_expires_at = models.DateTimeField(
         null=True,
@@ -190,3 +196,23 @@ def creator_fields(auth: Any, user: Any) -> dict[str, Any]:
     if isinstance(user, user_model) and user.pk is not None and user.is_authenticated:
         return {"user": user, "owner_kind": OwnerKind.USER}
     return {"user": None, "owner_kind": OwnerKind.ANONYMOUS}
+
+
+class TaskQuota(models.Model):
+    """How many tasks a server retains (``owner`` empty) and how many each owner on it does.
+
+    Creation checks the caps against these rows, locked, so its cost does not grow with the
+    table; every path that deletes tasks goes through the store, which keeps them in step.
+    A row is initialised from a count of the tasks once, when first needed.
+    """
+
+    scope = models.CharField(max_length=255, help_text="The server (its URL namespace).")
+    owner = models.CharField(max_length=255, blank=True, help_text="The binding key; empty: the whole server.")
+    count = models.BigIntegerField(default=0, help_text="Tasks retained (until they expire and are swept).")
+
+    class Meta:
+        app_label = "django_mcp"
+        constraints = [models.UniqueConstraint(fields=["scope", "owner"], name="django_mcp_taskquota_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.scope or '(default)'} {self.owner or '(all)'}: {self.count}"

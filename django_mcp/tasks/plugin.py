@@ -54,6 +54,20 @@ class TaskIdsFilter(Params):
     taskIds: list[StrictStr] = Field(default=[], max_length=MAX_WATCHED_TASKS)  # noqa: N815
 
 
+def refuse_unstorable(value: Any, where: str) -> None:
+    """-32602 for what a JSON column cannot hold everywhere (PostgreSQL's jsonb refuses NUL characters)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise invalid_params(f"Invalid params: {where} contain a NUL character, which cannot be stored")
+        elif isinstance(item, dict):
+            stack += list(item.keys()) + list(item.values())
+        elif isinstance(item, list):
+            stack += item
+
+
 def _task_support(value: Any) -> None:
     if value not in TASK_SUPPORT:
         raise ValueError(f"task_support must be one of {', '.join(TASK_SUPPORT)}, not {value!r}")
@@ -104,8 +118,10 @@ _current_call: contextvars.ContextVar[_ToolCall | None] = contextvars.ContextVar
 class McpTasks(ExtensionPlugin):
     """The tasks extension. Installing it in ``McpServer(extension_plugins=[...])`` is the whole switch.
 
-    ``max_tasks`` tasks are retained at once (creation past it is refused,
-    nothing is evicted); each lives ``ttl_seconds`` from creation (None: until
+    ``max_tasks`` tasks are retained at once by this server, and at most
+    ``max_tasks_per_owner`` by any one caller (None: no per-caller cap), so one
+    caller cannot starve the rest (creation past a cap is refused, nothing is
+    evicted); each lives ``ttl_seconds`` from creation (None: until
     deleted); clients are told to poll every ``poll_interval_seconds``.
     ``bind(request)`` names who may see a task (default: the authenticated
     principal, else the Django user, else anonymous). ``enabled(request)``
@@ -127,6 +143,7 @@ class McpTasks(ExtensionPlugin):
         self,
         *,
         max_tasks: int = 1000,
+        max_tasks_per_owner: int | None = None,
         ttl_seconds: float | None = 3600,
         poll_interval_seconds: float = 1.0,
         bind: Callable[[McpRequest], Any] | None = None,
@@ -138,11 +155,16 @@ class McpTasks(ExtensionPlugin):
             )
         if not isinstance(max_tasks, int) or isinstance(max_tasks, bool) or max_tasks < 1:
             raise ImproperlyConfigured("McpTasks(max_tasks=...) must be a positive integer")
+        if max_tasks_per_owner is not None and (
+            not isinstance(max_tasks_per_owner, int) or isinstance(max_tasks_per_owner, bool) or max_tasks_per_owner < 1
+        ):
+            raise ImproperlyConfigured("McpTasks(max_tasks_per_owner=...) must be a positive integer or None")
         if ttl_seconds is not None and (not isinstance(ttl_seconds, int | float) or ttl_seconds <= 0):
             raise ImproperlyConfigured("McpTasks(ttl_seconds=...) must be a positive number of seconds or None")
         if not isinstance(poll_interval_seconds, int | float) or poll_interval_seconds <= 0:
             raise ImproperlyConfigured("McpTasks(poll_interval_seconds=...) must be a positive number of seconds")
         self.max_tasks = max_tasks
+        self.max_tasks_per_owner = max_tasks_per_owner
         self.ttl_seconds = ttl_seconds
         self.poll_interval_seconds = poll_interval_seconds
         self._bind = bind
@@ -272,6 +294,7 @@ class McpTasks(ExtensionPlugin):
     async def _update(self, request: McpRequest, params: UpdateParams) -> dict[str, Any]:
         task = await self._visible(request, params.taskId)
         responses = params.inputResponses
+        refuse_unstorable(responses, "inputResponses")
         for key, raw in responses.items():
             outstanding = task.input_requests.get(key)
             answer_type = _ANSWER_TYPES.get(outstanding.get("method", "")) if isinstance(outstanding, dict) else None
@@ -305,24 +328,31 @@ class McpTasks(ExtensionPlugin):
                 INTERNAL_ERROR, "The server is shutting down: retry on another worker", http_status=503
             )
         settings = get_tasks_settings()
+        arguments = request.params.get("arguments") or {}
+        refuse_unstorable(arguments, "arguments")
         try:
             task = await self.store.create(
                 tool=tool.name,
                 owner=self.owner_of(request),
-                arguments=request.params.get("arguments") or {},
+                scope=self.namespace,
+                arguments=arguments,
                 status_message=status_message,
                 ttl_ms=round(self.ttl_seconds * 1000) if self.ttl_seconds is not None else None,
                 poll_interval_ms=round(self.poll_interval_seconds * 1000),
                 max_tasks=self.max_tasks,
+                max_tasks_per_owner=self.max_tasks_per_owner,
                 node=self.runner.node,
                 lease_seconds=settings.TASK_LEASE_SECONDS,
                 **creator_fields(request.auth, request.user),
             )
-        except task_store.TaskLimitReached:
+        except task_store.TaskLimitReached as reached:
+            if reached.which == "owner":
+                message = f"Task limit reached: you may have at most {reached.limit} tasks here; let some finish"
+                raise McpJsonRpcError(INTERNAL_ERROR, message, {"maxTasksPerOwner": reached.limit}) from None
             raise McpJsonRpcError(
                 INTERNAL_ERROR,
-                f"Task limit reached: this server retains at most {self.max_tasks} tasks; try again later",
-                {"maxTasks": self.max_tasks},
+                f"Task limit reached: this server retains at most {reached.limit} tasks; try again later",
+                {"maxTasks": reached.limit},
             ) from None
         request.finish()  # progress and log of this request never go out once it is a task
         self.runner.start(task, tool, run, request.client_capabilities)

@@ -16,15 +16,15 @@ from functools import wraps
 from typing import Any, ParamSpec, TypeVar, cast
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, close_old_connections, connection, transaction
+from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
+from django.db.models import Count, F, QuerySet
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from .models import ACTIVE, TERMINAL, Task, TaskStatus
+from .models import ACTIVE, TERMINAL, Task, TaskQuota, TaskStatus
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-_CAP_LOCK_KEY = 0x6D63707461736B  # "mcptask": serialises creation at the cap across processes (PostgreSQL)
 
 
 def _guarded(fn: Callable[P, R]) -> Callable[P, R]:
@@ -49,7 +49,12 @@ def _guarded(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 class TaskLimitReached(Exception):  # noqa: N818
-    """Creating one more task would exceed the plugin's ``max``."""
+    """Creating one more task would exceed a cap: ``which`` is ``"server"`` or ``"owner"``, ``limit`` its value."""
+
+    def __init__(self, which: str, limit: int) -> None:
+        super().__init__(f"{which} cap of {limit} reached")
+        self.which = which
+        self.limit = limit
 
 
 def _parse_id(task_id: Any) -> uuid.UUID | None:
@@ -63,28 +68,40 @@ def create(
     *,
     tool: str,
     owner: str,
+    scope: str,
     arguments: Mapping[str, Any],
     status_message: str,
     ttl_ms: int | None,
     poll_interval_ms: int,
     max_tasks: int,
+    max_tasks_per_owner: int | None,
     node: str,
     lease_seconds: float,
     **creator: Any,
 ) -> Task:
-    """Insert a ``working`` task, committed before this returns; refuses past ``max_tasks`` retained."""
+    """Insert a ``working`` task, committed before this returns.
+
+    Refuses past ``max_tasks`` retained by the server (``scope``) or ``max_tasks_per_owner`` by its
+    owner. The caps are checked against locked counter rows, so the cost does not grow with the table.
+    """
     now = timezone.now()
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CAP_LOCK_KEY])
-        Task.objects.expired(now).delete()  # the lazy sweep: expired tasks free their place
-        # Counting at most max_tasks rows keeps this O(max), not O(table), with many tasks stored.
-        if Task.objects.order_by()[:max_tasks].count() >= max_tasks:
-            raise TaskLimitReached
+        server = _quota(scope, "")  # locked: creations on one server are serialised here, across processes
+        _forget(Task.objects.expired(now).filter(scope=scope))  # the lazy sweep: expired tasks free their place
+        server.refresh_from_db(fields=["count"])
+        if server.count >= max_tasks:
+            raise TaskLimitReached("server", max_tasks)
+        counters = [server.pk]
+        if max_tasks_per_owner is not None:
+            mine = _quota(scope, owner)
+            if mine.count >= max_tasks_per_owner:
+                raise TaskLimitReached("owner", max_tasks_per_owner)
+            counters.append(mine.pk)
+        TaskQuota.objects.filter(pk__in=counters).update(count=F("count") + 1)
         return Task.objects.create(
             tool=tool,
             owner=owner,
+            scope=scope,
             arguments=dict(arguments),
             status_message=status_message,
             ttl_ms=ttl_ms,
@@ -98,6 +115,33 @@ def create(
         )
 
 
+def _quota(scope: str, owner: str) -> TaskQuota:
+    """The counter row of a server (``owner`` empty) or of one owner on it, locked; made from a count once."""
+    row = TaskQuota.objects.select_for_update().filter(scope=scope, owner=owner).first()
+    if row is not None:
+        return row
+    tasks = Task.objects.filter(scope=scope)
+    initial = (tasks.filter(owner=owner) if owner else tasks).count()
+    try:
+        with transaction.atomic():  # a savepoint: another process may create the row at the same moment
+            TaskQuota.objects.create(scope=scope, owner=owner, count=initial)
+    except IntegrityError:
+        pass
+    return TaskQuota.objects.select_for_update().get(scope=scope, owner=owner)
+
+
+def _forget(tasks: QuerySet[Task]) -> int:
+    """Delete ``tasks`` and take them off the counters of their server and owner. Returns how many."""
+    with transaction.atomic():
+        groups = list(tasks.order_by().values("scope", "owner").annotate(n=Count("pk")))
+        deleted, _ = tasks.delete()
+        for group in groups:
+            TaskQuota.objects.filter(scope=group["scope"], owner__in=["", group["owner"]]).update(
+                count=Greatest(F("count") - group["n"], 0)
+            )
+    return deleted
+
+
 def visible(task_id: Any, owner: str) -> Task | None:
     """The task if it exists, belongs to ``owner`` and has not expired (an expired one is deleted)."""
     pk = _parse_id(task_id)
@@ -105,7 +149,7 @@ def visible(task_id: Any, owner: str) -> Task | None:
         return None
     task = Task.objects.filter(pk=pk, owner=owner).first()
     if task is not None and task.expires_at is not None and task.expires_at <= timezone.now():
-        task.delete()
+        _forget(Task.objects.filter(pk=pk))
         return None
     return task
 
@@ -269,9 +313,14 @@ def fail_if_owner_gone(task: Task, error: dict[str, Any]) -> Task:
 
 
 def sweep_expired(now: datetime | None = None) -> int:
-    """Delete expired tasks (sync; for the management command). Returns how many."""
-    deleted, _ = Task.objects.expired(now or timezone.now()).delete()
-    return deleted
+    """Delete expired tasks (sync; for the management command and the admin). Returns how many."""
+    return _forget(Task.objects.expired(now or timezone.now()))
+
+
+def recount() -> None:
+    """Rebuild the cap counters from the rows (after tasks were deleted outside the store)."""
+    with transaction.atomic():
+        TaskQuota.objects.all().delete()  # rebuilt, locked, from a count at the next creation
 
 
 class TaskStore:
