@@ -212,13 +212,23 @@ async def _serve_modern(server: McpServer, context: McpRequest) -> dict[str, Any
 
 async def _serve_handshake(server: McpServer, context: McpRequest, session: Any) -> dict[str, Any] | ListenStream:
     await server.started()
-    handshake.track(session, context.id, asyncio.current_task())  # type: ignore[arg-type]
-    try:
+
+    async def serve() -> dict[str, Any]:
         result = await handshake.serve_handshake_only(server, context, session)
         if result is None:
             served = await server.dispatcher.dispatch(context)
             assert not isinstance(served, ListenStream)  # subscriptions/listen is refused in this era
             result = served
+        return result
+
+    work = asyncio.ensure_future(serve())
+    handshake.track(session, context.id, work)  # notifications/cancelled cancels this, not the response
+    try:
+        result = await work
+    except asyncio.CancelledError:
+        if not work.cancelled() or _being_cancelled():
+            raise
+        raise McpJsonRpcError(INTERNAL_ERROR, "Request cancelled by the client", http_status=200) from None
     except McpJsonRpcError as exc:
         # In a live session a JSON-RPC error is in-band (HTTP 200): handshake-era clients read any
         # other status as a broken transport. Only a lost database stays 503.
@@ -226,6 +236,11 @@ async def _serve_handshake(server: McpServer, context: McpRequest, session: Any)
             exc.http_status = 200
         raise
     return handshake.legacy_result(result)
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 async def _respond(

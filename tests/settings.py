@@ -51,6 +51,12 @@ _TEST_SQLITE = os.environ.setdefault("DJANGO_MCP_TEST_SQLITE", str(BASE_DIR / f"
 DATABASES["default"]["TEST"] = {"NAME": _TEST_SQLITE} if DATABASES["default"]["ENGINE"].endswith("sqlite3") else {}
 
 CHANNEL_LAYERS = _channel_layers()
+# Handshake-era sessions live in the cache: live multi-worker tests share it through Redis.
+CACHES = (
+    {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["REDIS_URL"]}}
+    if os.environ.get("REDIS_URL")
+    else {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+)
 
 DJANGO_MCP = {
     "SERVER_NAME": "django-mcp-tests",

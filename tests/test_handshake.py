@@ -189,3 +189,45 @@ async def test_an_undeclared_capability_is_32021(async_client):
     session, _ = await initialize(async_client, capabilities={})
     status, body = await rpc(async_client, session, "tools/call", {"name": "greet_me"})
     assert (status, body["error"]["code"]) == (200, -32021)
+
+
+async def test_the_get_stream_carries_subscribed_resource_updates(async_client):
+    from django_mcp import anotify_resource_updated
+
+    session, _ = await initialize(async_client, path="/mcp-content/")
+    status, body = await rpc(
+        async_client, session, "resources/subscribe", {"uri": "test://readme"}, path="/mcp-content/"
+    )
+    assert (status, body["result"]) == (200, {})
+    response = await async_client.get(
+        "/mcp-content/", headers={"Mcp-Session-Id": session, "Accept": "text/event-stream"}
+    )
+    assert response["Content-Type"] == "text/event-stream"
+    chunks = response.streaming_content.__aiter__()
+    first = asyncio.ensure_future(chunks.__anext__())
+    await asyncio.sleep(0.2)  # the stream joins its groups when it starts
+    await anotify_resource_updated("test://readme")
+    chunk = await asyncio.wait_for(first, 5)
+    data = json.loads(chunk.decode().split("data: ", 1)[1])
+    assert data == {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "test://readme"}}
+    await chunks.aclose()
+
+
+async def test_the_get_stream_needs_a_known_session_and_sse(async_client):
+    response = await async_client.get("/mcp/", headers={"Mcp-Session-Id": "nope", "Accept": "text/event-stream"})
+    assert response.status_code == 404
+    session, _ = await initialize(async_client)
+    response = await async_client.get("/mcp/", headers={"Mcp-Session-Id": session, "Accept": "application/json"})
+    assert response.status_code == 406
+
+
+async def test_a_cancelled_notification_stops_the_running_handler(async_client):
+    session, _ = await initialize(async_client)
+    call = asyncio.ensure_future(
+        rpc(async_client, session, "tools/call", {"name": "sleepy", "arguments": {"seconds": 30}}, id=7)
+    )
+    await asyncio.sleep(0.3)
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+    assert (await post(async_client, cancel, session=session)).status_code == 202
+    status, body = await asyncio.wait_for(call, 5)
+    assert "result" not in body

@@ -210,3 +210,26 @@ async def test_session_user_is_the_default_binding(async_client):
     assert row.owner == owner_key("mcp_small", f"user:{ada.pk}")
     await async_client.aforce_login(bob)
     assert (await get(async_client, task_id, path="/mcp-small/"))["error"]["code"] == -32602
+
+
+async def test_a_dead_owner_is_found_without_a_reader_and_pushed():
+    from channels.layers import get_channel_layer
+
+    from django_mcp.tasks.runner import task_group
+
+    task = await Task.objects.acreate(
+        tool="slow",
+        owner="o",
+        scope="mcp_tasks",
+        poll_interval_ms=100,
+        node="dead-process",
+        lease_expires_at=timezone.now() - timedelta(seconds=1),
+    )
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(task_group(str(task.pk)), channel)
+    await PLUGIN.runner.maintain_once(15)  # what every process with the plugin runs each renew interval
+    await task.arefresh_from_db()
+    assert task.status == "failed" and task.error["message"].startswith("Task owner stopped")
+    pushed = await asyncio.wait_for(layer.receive(channel), 2)
+    assert pushed["message"]["params"]["status"] == "failed"

@@ -351,3 +351,62 @@ async def test_burst_at_the_cap_is_race_free_and_leaks_no_connections(cluster):
         after = _connections(cluster["db"])
     FIGURES["pg_connections"] = {"before_burst": baseline, "after_burst": after}
     assert after <= baseline + 4, FIGURES["pg_connections"]
+
+
+# -- the handshake era across workers ---------------------------------------------------------------
+
+LEGACY = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+async def _legacy_post(client, url, body, session=None):
+    headers = dict(LEGACY)
+    if session is not None:
+        headers.update({"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+    return await client.post(url, content=json.dumps(body), headers=headers)
+
+
+async def test_a_handshake_session_is_served_by_any_worker_and_answers_reach_the_asker(cluster):
+    a, b = cluster["workers"]["A"], cluster["workers"]["B"]
+    url_a, url_b = a.handle.base + "/mcp/", b.handle.base + "/mcp/"
+    async with httpx.AsyncClient(timeout=10) as client:
+        init = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "x", "version": "1"},
+            },
+        }
+        opened = await _legacy_post(client, url_a, init)
+        session = opened.headers["mcp-session-id"]
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await _legacy_post(client, url_b, initialized, session)).status_code == 202
+        listed = await _legacy_post(client, url_b, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, session)
+        assert "add" in [t["name"] for t in listed.json()["result"]["tools"]]  # served by B from A's session
+        # A tool on A asks the client; the answer is POSTed to B and reaches the handler on A.
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "greet_me"}}
+        headers = {**LEGACY, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+        async with client.stream("POST", url_a, content=json.dumps(call), headers=headers) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            messages = []
+            async for line in stream.aiter_lines():
+                if not line.startswith("data: "):
+                    continue
+                message = json.loads(line[len("data: ") :])
+                messages.append(message)
+                if message.get("method") == "elicitation/create":
+                    answer = {
+                        "jsonrpc": "2.0",
+                        "id": message["id"],
+                        "result": {"action": "accept", "content": {"name": "Ada"}},
+                    }
+                    assert (await _legacy_post(client, url_b, answer, session)).status_code == 202
+                if message.get("id") == 2:
+                    break
+        assert messages[-1]["result"]["content"] == [{"type": "text", "text": "Hello Ada"}]
+        ended = await client.delete(url_b, headers={"Mcp-Session-Id": session})
+        assert ended.status_code == 200
+        gone = await _legacy_post(client, url_a, {"jsonrpc": "2.0", "id": 3, "method": "ping"}, session)
+        assert gone.status_code == 404
