@@ -231,3 +231,19 @@ async def test_a_cancelled_notification_stops_the_running_handler(async_client):
     assert (await post(async_client, cancel, session=session)).status_code == 202
     status, body = await asyncio.wait_for(call, 5)
     assert "result" not in body
+
+
+async def test_bad_initialize_and_batches_are_clear_errors(async_client):
+    body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}}
+    response = await post(async_client, body)
+    assert (response.status_code, json.loads(response.content)["error"]["code"]) == (400, -32602)
+    response = await post(async_client, [body], headers={"Mcp-Session-Id": "x"})
+    assert (response.status_code, json.loads(response.content)["error"]["code"]) == (400, -32600)
+
+
+async def test_protocol_versions_setting_is_validated(settings):
+    from django_mcp.checks import check_settings
+
+    settings.DJANGO_MCP = {"PROTOCOL_VERSIONS": ["2025-11-25", "1999-01-01"]}
+    [error] = check_settings()
+    assert error.id == "django_mcp.E002" and "1999-01-01" in error.msg

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from django.db import DatabaseError
 from pydantic import BaseModel
 
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
@@ -42,6 +43,8 @@ def exception_result(tool: Tool, exc: Exception) -> dict[str, Any]:
     if isinstance(exc, ToolError):
         return error_result(str(exc))
     logger.error("Tool %r raised %s", tool.name, type(exc).__name__, exc_info=exc)
+    if isinstance(exc, DatabaseError):  # driver text (SQL fragments, hosts) is logged, never sent
+        return error_result(f"Tool {tool.name!r} failed: a database error ({type(exc).__name__})")
     return error_result(f"Tool {tool.name!r} failed: {type(exc).__name__}: {exc}")
 
 
