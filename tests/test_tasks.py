@@ -176,9 +176,9 @@ async def test_completed_task_inlines_its_result(async_client):
 
 
 async def test_status_message_updates_are_visible(async_client):
-    handle = await create(async_client, "slow", {"seconds": 0.3, "steps": 3})
+    handle = await create(async_client, "slow", {"seconds": 1.5, "steps": 3})  # 0.5 s per step: seen on a busy box
     seen = set()
-    for _ in range(100):
+    for _ in range(400):
         result = (await get(async_client, handle["taskId"]))["result"]
         seen.add(result.get("statusMessage"))
         if result["status"] == "completed":
