@@ -37,6 +37,7 @@ from .server.registry import ToolRegistry, registry, tool
 from .server.resources import Resource, ResourceRegistry, ResourceTemplate, resource, resources
 from .server.results import ToolError
 from .server.tools import Tool
+from .urls import mcp_path
 
 __version__ = "0.1.0"
 
@@ -69,6 +70,7 @@ __all__ = [
     "elicit",
     "elicit_url",
     "list_roots",
+    "mcp_path",
     "notify_resource_updated",
     "prompt",
     "prompts",

@@ -33,6 +33,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
 ROOT_URLCONF = "example_project.urls"
@@ -97,6 +98,18 @@ def _channel_layers() -> dict:
 
 CHANNEL_LAYERS = _channel_layers()
 
+
+def _caches() -> dict:
+    # Handshake-era sessions live in the cache: with several processes it must be shared (check W007).
+    if os.environ.get("REDIS_URL"):
+        return {
+            "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["REDIS_URL"]}
+        }
+    return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+
+CACHES = _caches()
+
 DJANGO_MCP = {
     "SERVER_NAME": "django-mcp-example",
     "SERVER_VERSION": "0.1.0",
@@ -110,9 +123,40 @@ USE_TZ = True
 STATIC_URL = "static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# One handler, on the root logger; every other logger (django, daphne, django_mcp) propagates to it.
+# A handler on a named logger as well would print its lines twice: daphne configures the root logger
+# too, and Django's default config gives the "django" logger a console handler of its own.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"django_mcp": {"handlers": ["console"], "level": "INFO"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)-7s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO"},  # drop Django's own console handler
+        "daphne.server": {"level": "WARNING"},  # its startup lines repeat what runserver prints
+    },
 }
+
+# -- manage.py check --deploy ---------------------------------------------------------------------------
+# The demo runs with DEBUG on, over plain HTTP on 127.0.0.1. With DJANGO_DEBUG=0 it takes the production
+# shape: it assumes HTTPS (a TLS-terminating proxy in front; set SECURE_PROXY_SSL_HEADER to match it).
+HTTPS = not DEBUG
+SECURE_SSL_REDIRECT = HTTPS
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = 3600 if HTTPS else 0  # start short: HSTS pins browsers to HTTPS for this host
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+SECURE_HSTS_PRELOAD = False  # check --deploy suggests it (security.W021): opt in only to submit the domain
+X_FRAME_OPTIONS = "DENY"
+
+if DEBUG:
+    # What the demo keeps on purpose; each comes back when DJANGO_DEBUG=0 unless fixed by then.
+    SILENCED_SYSTEM_CHECKS = [
+        "security.W018",  # DEBUG is on: tracebacks for the demo's only user, you (DJANGO_DEBUG=0 turns it off)
+        "security.W009",  # a public, fixed SECRET_KEY: set DJANGO_SECRET_KEY to anything long and random
+        "security.W008",  # no redirect to HTTPS: the demo serves plain http://127.0.0.1:8000
+        "security.W004",  # no HSTS: there is no HTTPS to pin browsers to
+        "security.W012",  # session cookie not Secure: the admin login must work over plain HTTP
+        "security.W016",  # CSRF cookie not Secure: same reason
+    ]

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import path
 
-from django_mcp import McpServer
+from django_mcp import McpServer, mcp_path
 from django_mcp.tasks import McpTasks
 
 # The project-wide registries (filled by the demo app's ready()), with the tasks extension.
@@ -9,5 +9,5 @@ mcp_server = McpServer(extension_plugins=[McpTasks(max_tasks=1000, ttl_seconds=6
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("mcp/", mcp_server.urls),
+    mcp_path("mcp", mcp_server),  # serves /mcp and /mcp/
 ]

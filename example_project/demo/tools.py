@@ -1,9 +1,10 @@
-"""Demo tools: a text tool, one with structured output, and a slow one that reports progress."""
+"""Demo tools: a text tool, one with structured output, a slow one that reports progress, and two task tools."""
 
 import asyncio
 from collections import Counter
 
-from django_mcp import McpRequest, tool
+from django_mcp import McpRequest, elicit, tool
+from django_mcp.tasks import TaskRequest
 
 
 @tool(title="Echo", annotations={"readOnlyHint": True})
@@ -43,32 +44,23 @@ async def slow_job(request: McpRequest, steps: int = 5, delay_ms: int = 200) -> 
 
 
 # -- tasks ---------------------------------------------------------------------------
-
-from django_mcp import elicit  # noqa: E402
-from django_mcp.tasks import TaskContext, astart_task, can_create_task  # noqa: E402
-
-FRAMES = 100
+# Both run on the server of example_project/urls.py, which installs the tasks extension (McpTasks).
 
 
 async def render_frame(scene: str, frame: int) -> None:
-    await asyncio.sleep(0.05)  # stands in for real work
+    await asyncio.sleep(0.5)  # stands in for real work: 100 frames take 50 s
 
 
-@tool(title="Render a scene", task_support="optional")
-async def render(request: McpRequest, scene: str, frames: int = FRAMES) -> str | dict:
+@tool(title="Render a scene", task_support="optional")  # "forbidden" (default), "optional", "required"
+async def render(request: TaskRequest, scene: str, frames: int = 100) -> str:
     """Render a scene frame by frame: as a task (pollable, cancellable) when the client supports tasks."""
-    if not can_create_task(request):
-        for frame in range(1, frames + 1):
-            await render_frame(scene, frame)
-        return f"Rendered {scene!r} ({frames} frames)."
-
-    async def run(task: TaskContext) -> str:
-        for frame in range(1, frames + 1):
-            await render_frame(scene, frame)  # a cancelled task stops at its next await
-            await task.aupdate(f"Frame {frame}/{frames}")
-        return f"Rendered {scene!r} ({frames} frames)."
-
-    return await astart_task(request, run=run, status_message="Queued")
+    # Declared the extension? This body runs as the task, in the background: request.task is set.
+    # Otherwise it runs in the request, request.task is None (a "required" tool refuses -32021).
+    for frame in range(1, frames + 1):
+        await render_frame(scene, frame)  # a cancelled task is cancelled at its next await
+        if request.task is not None:
+            await request.task.aupdate(f"Frame {frame}/{frames}")  # statusMessage: its progress channel
+    return f"Rendered {scene!r} ({frames} frames)."
 
 
 CONFIRM = {
@@ -79,18 +71,16 @@ CONFIRM = {
 
 
 @tool(title="Delete everything", task_support="required", annotations={"destructiveHint": True})
-async def delete_everything(request: McpRequest) -> dict:
+async def delete_everything(request: TaskRequest) -> str:
     """Pretend to delete everything, after asking for confirmation mid-task."""
-
-    async def run(task: TaskContext) -> str:
-        await task.aupdate("Waiting for confirmation")
-        answers = await task.arequest_input({"confirm": elicit("This deletes everything. Go ahead?", CONFIRM)})
-        answer = answers["confirm"]  # unvalidated client input
-        if answer.action != "accept" or not (answer.content or {}).get("confirm"):
-            return "Nothing was deleted."
-        for step in range(1, 4):
-            await asyncio.sleep(0.2)
-            await task.aupdate(f"Deleting… {step}/3")
-        return "Everything is gone (not really: this is a demo)."
-
-    return await astart_task(request, run=run, status_message="Starting")
+    assert request.task is not None  # "required": only a client that declared the extension gets here
+    await request.task.aupdate("Waiting for confirmation")
+    # The task waits in input_required until the client answers with tasks/update.
+    answers = await request.aask({"confirm": elicit("This deletes everything. Go ahead?", CONFIRM)})
+    answer = answers["confirm"]  # unvalidated client input
+    if answer.action != "accept" or not (answer.content or {}).get("confirm"):
+        return "Nothing was deleted."
+    for step in range(1, 4):
+        await asyncio.sleep(0.2)
+        await request.task.aupdate(f"Deleting… {step}/3")
+    return "Everything is gone (not really: this is a demo)."

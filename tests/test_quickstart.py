@@ -1,0 +1,295 @@
+"""The README's Quick start, run as written: a new project in a temporary folder, served by a real ASGI process.
+
+The steps are the README's own blocks (``<!-- quickstart:... -->``, see ``tests/test_readme.py``):
+its shell lines run one by one (``django-admin`` as ``python -m django``; the venv and ``pip
+install`` lines are stood in for by this suite's environment, which has the package installed, and
+the install line must name ``pyproject.toml``'s distribution), its settings are appended to the
+generated ``mysite/settings.py``, its files written, ``manage.py migrate`` and ``manage.py check``
+run, and ``manage.py runserver`` (daphne's) serves the project on 127.0.0.1 on a free port (with
+``--noreload``, so the test stops exactly the process it started). Then the README's curl command
+must give the answer the README shows, and the README's client script, run with the official
+Python SDK (``mcp`` from ``tests/live/clients/install.py``'s cached venv), must print ``5``.
+
+Also here: ``mcp_path`` (the URL helper the Quick start mounts the endpoint with) serves ``/mcp``
+and ``/mcp/`` alike, over real HTTP and in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.urls import reverse
+
+from django_mcp import McpRequest, McpServer, ToolRegistry, mcp_path
+from tests.live.clients import install
+from tests.live.servers import free_port
+from tests.test_readme import assert_answer, distribution_name, marked_block, marked_blocks, run_shell
+from tests.wire import headers_for, post, request_body
+
+README_ADDRESS = "127.0.0.1:8000"
+
+
+@dataclass
+class QuickStart:
+    project: Path
+    env: dict[str, str]
+    base: str = ""
+    check_output: str = ""
+    ran: list[str] = field(default_factory=list)
+
+    @property
+    def address(self) -> str:
+        return self.base.removeprefix("http://")
+
+
+def shell_lines(code: str) -> Iterator[str]:
+    """The commands of a README shell block, without comments."""
+    for raw in code.splitlines():
+        line = raw.split("  #", 1)[0].strip()
+        if line and not line.startswith("#"):
+            yield line
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=180, check=False)  # noqa: S603
+    assert proc.returncode == 0, f"{shlex.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout + proc.stderr
+
+
+def run_setup(code: str, cwd: Path, env: dict[str, str], ran: list[str]) -> Path:
+    """The Quick start's first block; returns the folder its ``cd`` leaves us in."""
+    for line in shell_lines(code):
+        ran.append(line)
+        words = shlex.split(line)
+        if line.startswith("python3 -m venv .venv"):
+            continue  # this suite's venv stands in for it
+        if words[:2] == ["pip", "install"]:
+            assert words[2:] == [distribution_name()], f"the Quick start installs {words[2:]}"
+            continue  # installed already (editable), as the name pyproject.toml gives
+        if words[0] == "django-admin":
+            run([sys.executable, "-m", "django", *words[1:]], cwd, env)
+        elif words[0] == "cd" and len(words) == 2:
+            cwd = cwd / words[1]
+        elif words[:2] == ["python", "manage.py"]:
+            run([sys.executable, *words[1:]], cwd, env)
+        else:
+            pytest.fail(f"the Quick start runs {line!r}, which this test does not know how to run")
+    return cwd
+
+
+def start_server(project: Path, env: dict[str, str], args: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop_server
+    cmd = [sys.executable, "manage.py", "runserver", *args, f"127.0.0.1:{port}", "--noreload"]
+    proc = subprocess.Popen(cmd, cwd=project, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # noqa: S603
+    proc.log = log  # type: ignore[attr-defined]
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        if proc.poll() is not None:
+            log.seek(0)
+            pytest.fail(f"runserver exited with {proc.returncode}:\n{log.read().decode(errors='replace')}")
+        try:
+            httpx.get(base + "/mcp", timeout=1)
+            return proc, base
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                stop_server(proc)
+                pytest.fail("runserver did not answer within 30 s")
+            time.sleep(0.1)
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+    proc.log.close()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickStart]:
+    """The Quick start's project, built step by step as the README says, served by ``manage.py runserver``."""
+    # Only what a user's shell would have: no settings module or database switches of this suite.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "PG", "REDIS", "PYTEST"))}
+    ran: list[str] = []
+    project = run_setup(marked_block("quickstart", "shell").code, tmp_path_factory.mktemp("quickstart"), env, ran)
+    appended = marked_block("quickstart", "append")
+    settings = project / str(appended.argument)
+    assert settings.is_file(), f"the Quick start appends to {appended.argument}, which startproject did not create"
+    settings.write_text(settings.read_text() + "\n" + appended.code + "\n")
+    for block in marked_blocks("quickstart"):
+        if block.kind == "write":
+            target = project / str(block.argument)
+            assert target.parent.is_dir(), f"{block}: no folder {target.parent.name}/ in the project"
+            target.write_text(block.code + "\n")
+    state = QuickStart(project, env, ran=ran)
+    server = None
+    try:
+        for line in shell_lines(marked_block("quickstart", "run").code):
+            ran.append(line)
+            words = shlex.split(line)
+            assert words[:2] == ["python", "manage.py"], f"the Quick start runs {line!r}"
+            if words[2] == "runserver":
+                assert server is None
+                server, state.base = start_server(project, env, words[3:])
+            elif words[2] == "check":
+                state.check_output = run([sys.executable, *words[1:]], project, env)
+            else:
+                run([sys.executable, *words[1:]], project, env)
+        assert server is not None, "the Quick start never starts the server"
+        yield state
+    finally:
+        if server is not None:
+            stop_server(server)
+
+
+live = pytest.mark.live
+
+
+@live
+def test_the_quick_start_runs_every_step_the_readme_shows(quickstart):
+    assert quickstart.ran[2:5] == [
+        "django-admin startproject mysite",
+        "cd mysite",
+        "python manage.py startapp myapp",
+    ]
+    assert {"python manage.py migrate", "python manage.py check", "python manage.py runserver"} <= set(quickstart.ran)
+    assert {b.argument for b in marked_blocks("quickstart") if b.kind == "write"} == {
+        "myapp/tools.py",
+        "myapp/apps.py",
+        "mysite/urls.py",
+    }
+
+
+@live
+def test_manage_py_check_prints_no_warning(quickstart):
+    """W001 (SQLite transaction mode), W004 (channel layer) and the rest are satisfied by the settings shown."""
+    assert "System check identified no issues (0 silenced)." in quickstart.check_output, quickstart.check_output
+    assert "WARNING" not in quickstart.check_output
+    strict = run([sys.executable, "manage.py", "check", "--fail-level", "WARNING"], quickstart.project, quickstart.env)
+    assert "no issues" in strict
+
+
+@live
+def test_the_readme_curl_gets_the_answer_the_readme_shows(quickstart, tmp_path):
+    command = marked_block("quickstart", "curl").code
+    assert README_ADDRESS in command
+    output, _ = run_shell(command.replace(README_ADDRESS, quickstart.address), quickstart.env, tmp_path)
+    assert_answer(output, marked_block("quickstart", "answer"))
+
+
+@live
+@pytest.mark.timeout(900)
+def test_the_official_python_sdk_calls_the_tool(quickstart, tmp_path):
+    """The README's client script, with the official SDK (``mcp`` 2.x, installed once into a cache)."""
+    client = marked_block("quickstart", "client")
+    script = tmp_path / str(client.argument)
+    script.write_text(client.code.replace(README_ADDRESS, quickstart.address))
+    try:
+        python = install.ensure_python_sdk(sys.stderr)
+    except install.InstallError as exc:
+        # No registry and no cache: the same call on the 2026-07-28 wire with plain httpx.
+        sys.stderr.write(f"the mcp SDK could not be installed ({exc}); calling with httpx instead\n")
+        body = request_body("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+        answer = httpx.post(quickstart.base + "/mcp", content=json.dumps(body), headers=headers_for(body), timeout=10)
+        assert answer.json()["result"]["content"][0]["text"] == "5"
+        return
+    proc = subprocess.run(  # noqa: S603 - the SDK's venv running the README's script
+        [str(python), str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (0, "5"), proc.stderr[-3000:]
+
+
+def _call(base: str, path: str, name: str, arguments: dict) -> httpx.Response:
+    body = request_body("tools/call", {"name": name, "arguments": arguments})
+    return httpx.post(base + path, content=json.dumps(body), headers=headers_for(body), timeout=10)
+
+
+@live
+@pytest.mark.parametrize("path", ["/mcp", "/mcp/"])
+def test_both_urls_answer_over_real_http(quickstart, path):
+    response = _call(quickstart.base, path, "add", {"a": 40, "b": 2})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.json()["result"]["content"][0]["text"] == "42"
+    bad = httpx.post(quickstart.base + path, content=b"{nope", headers=headers_for({}), timeout=10)
+    assert (bad.status_code, bad.json()["error"]["code"]) == (400, -32700)  # JSON-RPC, never an HTML page
+    assert httpx.post(quickstart.base + path + "x", content=b"{}", timeout=10).status_code == 404
+
+
+@live
+def test_the_async_tool_and_its_tool_error(quickstart):
+    assert (
+        _call(quickstart.base, "/mcp", "countdown", {"start": 1}).json()["result"]["content"][0]["text"] == "Liftoff!"
+    )
+    refused = _call(quickstart.base, "/mcp", "countdown", {"start": 11}).json()["result"]
+    assert refused["isError"] is True
+    assert refused["content"][0]["text"] == "Start at 10 or less."
+
+
+# ---------------------------------------------------------------- mcp_path in-process
+
+own_tools = ToolRegistry()
+
+
+@own_tools.register
+def where(request: McpRequest) -> str:
+    return request.http_request.path
+
+
+own_server = McpServer(tools=own_tools, urls_namespace="quickstart_own")
+
+urlpatterns = [mcp_path("mcp"), mcp_path("billing/mcp/", own_server)]
+
+
+@pytest.mark.urls(__name__)
+@pytest.mark.parametrize("path", ["/mcp", "/mcp/"])
+async def test_mcp_path_serves_the_default_server_with_and_without_the_slash(async_client, path):
+    body = request_body("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    response = await post(async_client, body, path=path)
+    assert response.status_code == 200
+    assert json.loads(response.content)["result"]["content"][0]["text"] == "3"
+
+
+@pytest.mark.urls(__name__)
+@pytest.mark.parametrize("path", ["/billing/mcp", "/billing/mcp/"])
+async def test_mcp_path_serves_a_server_of_your_own(async_client, path):
+    body = request_body("tools/call", {"name": "where", "arguments": {}})
+    response = await post(async_client, body, path=path)
+    assert json.loads(response.content)["result"]["content"][0]["text"] == path
+
+
+@pytest.mark.urls(__name__)
+@pytest.mark.parametrize("path", ["/mcpx", "/mcp/x", "/mcp//", "/billing/mcpx", "/billing/"])
+async def test_mcp_path_matches_nothing_else(async_client, path):
+    response = await post(async_client, request_body("tools/list"), path=path)
+    assert response.status_code == 404
+
+
+@pytest.mark.urls(__name__)
+def test_mcp_path_keeps_the_namespaces():
+    assert reverse("django_mcp:mcp_post") == "/mcp"
+    assert reverse("quickstart_own:mcp_post") == "/billing/mcp"
+
+
+@pytest.mark.parametrize("route", ["/mcp", "<int:tenant>/mcp", "a//mcp"])
+def test_mcp_path_refuses_routes_it_cannot_serve_literally(route):
+    with pytest.raises(ImproperlyConfigured, match="literal route"):
+        mcp_path(route)

@@ -1,0 +1,452 @@
+"""The README works as written: its snippets are checked, and the marked ones run.
+
+A fenced block is marked by an HTML comment on the line before its fence (invisible on GitHub and
+PyPI), ``<!-- group:kind [argument] -->``:
+
+* ``quickstart:*``: the Quick start, built, served and called by ``tests/test_quickstart.py``;
+* ``tasks-wire:run`` / ``tasks-wire:answer``: the curl session of the tasks wire, run here with
+  bash against the example project under daphne, each answer compared with the one shown;
+* ``excerpt:PATH``: every function or class in the block is verbatim in ``PATH``, code the test
+  suite runs (the example project's tools run in ``tests/live/test_daphne.py`` and here).
+
+Every ``python`` block compiles, imports only names ``django_mcp`` has, and calls them with
+arguments they accept; every ``pip install`` names the distribution of ``pyproject.toml``; the
+SQLite options of the Quick start, of Deployment and of check W001's hint are the same.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PYPROJECT = ROOT / "pyproject.toml"
+ELLIPSIS = "…"  # in a shown answer: any text here
+_MARKED = re.compile(r"^<!-- ([a-z-]+):(\S+)(?: (\S+))? -->\n```(\w*)\n(.*?)\n```$", re.M | re.S)
+_FENCED = re.compile(r"^```(\w*)\n(.*?)\n```$", re.M | re.S)
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+
+
+@dataclass(frozen=True)
+class Block:
+    group: str
+    kind: str
+    argument: str | None
+    lang: str
+    code: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"README.md:{self.line} ({self.group}:{self.kind})"
+
+
+def readme() -> str:
+    return README.read_text(encoding="utf-8")
+
+
+def marked_blocks(group: str) -> list[Block]:
+    """The blocks marked ``<!-- group:... -->``, in README order."""
+    text = readme()
+    return [
+        Block(m[1], m[2], m[3], m[4], m[5], text.count("\n", 0, m.start()) + 1)
+        for m in _MARKED.finditer(text)
+        if m[1] == group
+    ]
+
+
+def marked_block(group: str, kind: str) -> Block:
+    found = [b for b in marked_blocks(group) if b.kind == kind]
+    assert len(found) == 1, f"README.md needs exactly one <!-- {group}:{kind} --> block, found {len(found)}"
+    return found[0]
+
+
+def python_blocks() -> list[tuple[int, str]]:
+    text = readme()
+    return [(text.count("\n", 0, m.start()) + 1, m[2]) for m in _FENCED.finditer(text) if m[1] == "python"]
+
+
+def section(title: str) -> str:
+    """The README text under the heading ``title`` up to the next heading of the same or a higher level."""
+    text = readme()
+    heading = re.search(rf"^(#+) {re.escape(title)}\n", text, re.M)
+    assert heading, f"README.md has no section {title!r}"
+    level = len(heading[1])
+    end = re.compile(rf"^#{{1,{level}}} ", re.M).search(text, heading.end())
+    return text[heading.end() : end.start() if end else len(text)]
+
+
+def distribution_name() -> str:
+    return str(tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["name"])
+
+
+# ---------------------------------------------------------------- comparing answers
+
+
+def assert_matches(actual: Any, shown: Any, where: str = "$") -> None:
+    """``actual`` is what the README shows, but for ids, timestamps and the text elided with ``…``."""
+    __tracebackhide__ = True
+    if isinstance(shown, dict):
+        assert isinstance(actual, dict), f"{where}: expected an object, got {actual!r}"
+        assert actual.keys() == shown.keys(), f"{where}: keys {sorted(actual)} != shown {sorted(shown)}"
+        for key, value in shown.items():
+            assert_matches(actual[key], value, f"{where}.{key}")
+    elif isinstance(shown, list):
+        assert isinstance(actual, list) and len(actual) == len(shown), f"{where}: {actual!r} != shown {shown!r}"
+        for i, (a, s) in enumerate(zip(actual, shown, strict=True)):
+            assert_matches(a, s, f"{where}[{i}]")
+    elif isinstance(shown, str) and ELLIPSIS in shown:
+        pattern = ".*".join(re.escape(part) for part in shown.split(ELLIPSIS))
+        assert isinstance(actual, str) and re.fullmatch(pattern, actual, re.S), f"{where}: {actual!r} != {shown!r}"
+    elif isinstance(shown, str) and (_UUID.fullmatch(shown) or _TIMESTAMP.fullmatch(shown)):
+        kind = _UUID if _UUID.fullmatch(shown) else _TIMESTAMP
+        assert isinstance(actual, str) and kind.fullmatch(actual), f"{where}: {actual!r} is not like {shown!r}"
+    else:
+        assert type(actual) is type(shown) and actual == shown, f"{where}: {actual!r} != shown {shown!r}"
+
+
+def sse_events(text: str) -> list[dict[str, Any] | str]:
+    """The events of an SSE text (``{"event": ..., "data": <json>}``); a lone ``…`` stays a string."""
+    events: list[dict[str, Any] | str] = []
+    for chunk in re.split(r"\n\s*\n", text.strip()):
+        if chunk.strip() == ELLIPSIS:
+            events.append(ELLIPSIS)
+            continue
+        fields: dict[str, Any] = {}
+        for line in chunk.splitlines():
+            name, _, value = line.partition(": ")
+            fields[name] = json.loads(value) if name == "data" else value
+        events.append(fields)
+    return events
+
+
+def assert_answer(output: str, answer: Block) -> None:
+    """The output of a command is the answer the README shows after it (JSON, or SSE events)."""
+    __tracebackhide__ = True
+    if answer.lang == "json":
+        try:
+            actual = json.loads(output)
+        except ValueError:
+            raise AssertionError(f"{answer}: not JSON: {output[:2000]!r}") from None
+        assert_matches(actual, json.loads(answer.code), "answer")
+        return
+    actual_events, shown_events = sse_events(output), sse_events(answer.code)
+    if shown_events and shown_events[-1] == ELLIPSIS:  # the stream goes on: what is shown is its start
+        shown_events = shown_events[:-1]
+        actual_events = actual_events[: len(shown_events)]
+    assert_matches(actual_events, shown_events, "events")
+
+
+# ---------------------------------------------------------------- python snippets
+
+
+def test_every_python_snippet_compiles():
+    blocks = python_blocks()
+    assert len(blocks) >= 10
+    for line, code in blocks:
+        compile(code, f"README.md:{line}", "exec")
+
+
+def _imported(tree: ast.AST, line: int) -> dict[str, Any]:
+    """The names a snippet imports from django_mcp, checked to exist."""
+    names: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "django_mcp":
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                assert hasattr(module, alias.name), f"README.md:{line}: {node.module} has no {alias.name!r}"
+                names[alias.asname or alias.name] = getattr(module, alias.name)
+    return names
+
+
+def _callee(node: ast.Call, names: dict[str, Any]) -> tuple[str, Any] | None:
+    func = node.func
+    if isinstance(func, ast.Name) and func.id in names:
+        return func.id, names[func.id]
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in names:
+        return f"{func.value.id}.{func.attr}", getattr(names[func.value.id], func.attr, None)
+    return None
+
+
+def test_python_snippets_use_the_api_that_exists():
+    """Imports from django_mcp resolve, and calls of what they import pass arguments it accepts."""
+    calls = 0
+    for line, code in python_blocks():
+        tree = ast.parse(code)
+        names = _imported(tree, line)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or (callee := _callee(node, names)) is None:
+                continue
+            label, target = callee
+            assert callable(target), f"README.md:{line}: {label} is not callable"
+            try:
+                signature = inspect.signature(target)
+            except (TypeError, ValueError):
+                continue
+            params = signature.parameters.values()
+            kinds = {p.kind for p in params}
+            if inspect.Parameter.VAR_KEYWORD not in kinds:
+                accepted = {p.name for p in params if p.kind not in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL)}
+                for keyword in node.keywords:
+                    assert keyword.arg is None or keyword.arg in accepted, (
+                        f"README.md:{line + node.lineno}: {label}() takes no argument {keyword.arg!r}"
+                    )
+            if inspect.Parameter.VAR_POSITIONAL not in kinds:
+                positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                assert len(node.args) <= len(positional), (
+                    f"README.md:{line + node.lineno}: {label}() takes at most {len(positional)} positional arguments"
+                )
+            calls += 1
+    assert calls >= 10
+
+
+def test_excerpts_are_the_code_that_runs():
+    blocks = marked_blocks("excerpt")
+    assert blocks, "no <!-- excerpt:PATH --> block in README.md"
+    for block in blocks:
+        source = (ROOT / block.kind).read_text(encoding="utf-8")
+        definitions = [
+            node
+            for node in ast.parse(block.code).body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        ]
+        assert definitions, f"{block}: no function or class to compare"
+        lines = block.code.splitlines()
+        for node in definitions:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            text = "\n".join(lines[first - 1 : node.end_lineno])
+            assert text in source, f"{block}: {node.name} is not verbatim in {block.kind}"
+
+
+# ---------------------------------------------------------------- names, commands, settings
+
+
+def test_install_lines_name_our_distribution():
+    name = distribution_name()
+    assert name == "django-mcp-endpoint"
+    installs = re.findall(r"pip install\s+\"?(django[-_]mcp[\w-]*)", readme())
+    assert installs and set(installs) == {name}, installs
+    dev = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["optional-dependencies"]["dev"]
+    assert any(requirement.startswith(f"{name}[") for requirement in dev), dev
+    assert "django-mcp" in readme() and "unrelated project" in readme()  # why the names differ
+
+
+def test_classifiers_name_every_django_the_dependency_allows():
+    from packaging.specifiers import SpecifierSet
+
+    project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    django = next(r for r in project["dependencies"] if re.match(r"django\W", r, re.I))
+    allowed = SpecifierSet(django[len("django") :])
+    candidates = [f"{major}.{minor}" for major in (5, 6, 7) for minor in range(3)]  # Django: x.0, x.1, x.2 LTS
+    classified = {c.rsplit(" :: ", 1)[1] for c in project["classifiers"] if c.startswith("Framework :: Django :: ")}
+    assert classified == {v for v in candidates if allowed.contains(f"{v}.0")}
+    pythons = {
+        c.rsplit(" :: ", 1)[1] for c in project["classifiers"] if re.match(r"Programming Language :: Python :: 3\.", c)
+    }
+    assert pythons == {"3.11", "3.12", "3.13"}
+
+
+def _between(marker: str) -> str:
+    found = re.search(rf"<!-- {marker} -->\n```sh\n(.*?)\n```\n<!-- /{marker} -->", readme(), re.S)
+    assert found, marker
+    return found[1]
+
+
+def test_example_command_installs_the_runtime_only_and_shows_progress():
+    command = _between("example-command")
+    assert ".venv/bin/pip install -e . " in command, command
+    assert "[dev]" not in command and " -q" not in command and "-v0" not in command, command
+    assert command.endswith("manage.py runserver 127.0.0.1:8000")
+
+
+def test_test_command_keeps_the_shape_ci_runs():
+    command = _between("test-command")
+    assert re.fullmatch(
+        r'python3 -m venv \.venv && \.venv/bin/pip install (-q )?-e "\.\[dev\]" && \.venv/bin/python -m pytest -q',
+        command,
+    ), command
+
+
+def _options_literal(text: str, where: str) -> dict[str, Any]:
+    found = re.search(r"OPTIONS\"?\]? = (\{.*?\})", text, re.S)
+    assert found, f"no SQLite OPTIONS in {where}"
+    return dict(ast.literal_eval(found[1]))
+
+
+def test_sqlite_options_agree_across_quick_start_deployment_and_check_w001(monkeypatch):
+    from types import SimpleNamespace
+
+    from django_mcp import checks
+
+    monkeypatch.setattr(
+        checks, "settings", SimpleNamespace(DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3"}})
+    )
+    (warning,) = [m for m in checks.check_sqlite() if m.id == "django_mcp.W001"]
+    hint = _options_literal(warning.hint or "", "check W001's hint")
+    deployment = _options_literal(section("One process: the embedded default"), "README Deployment")
+    quick_start = _options_literal(marked_block("quickstart", "append").code, "the Quick start's settings")
+    assert hint == deployment == quick_start
+    assert hint["transaction_mode"] == "IMMEDIATE"
+
+
+def test_protocol_table_names_the_meta_keys_in_full():
+    table = section("Protocol behaviour")
+    assert "`io.modelcontextprotocol/protocolVersion`" in table
+    assert "`io.modelcontextprotocol/clientCapabilities`" in table
+    assert not re.search(r"`(protocolVersion|clientCapabilities)`", table)
+
+
+# ---------------------------------------------------------------- the example command's project
+
+EXAMPLE_ENV = {
+    "DJANGO_SETTINGS_MODULE": "example_project.settings",
+    "DJANGO_MCP_DATABASE": "sqlite",
+    "REDIS_URL": "",
+    "DJANGO_DEBUG": "1",
+}
+
+
+def test_example_project_passes_check_deploy_and_says_why_for_what_it_silences(tmp_path):
+    env = {**os.environ, **EXAMPLE_ENV, "DJANGO_MCP_SQLITE": str(tmp_path / "db.sqlite3")}
+    env.pop("DJANGO_SECRET_KEY", None)
+    proc = subprocess.run(  # noqa: S603 - our own interpreter and arguments
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "System check identified no issues" in proc.stdout
+    settings = (ROOT / "example_project" / "settings.py").read_text(encoding="utf-8")
+    silenced = re.findall(r'^\s+"(security\.W\d+)",(.*)$', settings, re.M)
+    assert {check for check, _ in silenced} == {f"security.W{n:03}" for n in (4, 8, 9, 12, 16, 18)}
+    for check, comment in silenced:
+        assert re.match(r"\s+# \w", comment), f"{check} is silenced without a reason"
+
+
+@pytest.mark.live
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "example_project.asgi:application"],
+        ["manage.py", "runserver", "127.0.0.1:{port}", "--noreload"],
+    ],
+    ids=["daphne", "runserver"],
+)
+def test_example_project_logs_each_line_once(tmp_path, command):
+    import signal
+
+    import httpx
+
+    from tests.live.servers import free_port
+
+    env = {**os.environ, **EXAMPLE_ENV, "DJANGO_MCP_SQLITE": str(tmp_path / "db.sqlite3")}
+    port = free_port()
+    with (tmp_path / "log").open("w+") as log:
+        proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+            [sys.executable, *(arg.replace("{port}", str(port)) for arg in command)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    bad = httpx.post(f"http://127.0.0.1:{port}/mcp", content=b"{nope", timeout=1)
+                    break
+                except httpx.TransportError:
+                    assert proc.poll() is None and time.monotonic() < deadline, "the example server did not start"
+                    time.sleep(0.1)
+            assert 400 <= bad.status_code < 500  # logged as a django.request warning ("Bad Request: /mcp")
+        finally:
+            proc.send_signal(signal.SIGTERM)  # a django_mcp warning ("Shutting down gracefully")
+            proc.wait(timeout=20)
+        log.seek(0)
+        output = log.read()
+    assert output.count(f"{bad.reason_phrase}: /mcp") == 1, output
+    assert output.count("Shutting down gracefully") == 1, output
+
+
+# ---------------------------------------------------------------- the tasks wire, with curl
+
+
+@pytest.fixture(scope="module")
+def example_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    from tests.live.servers import server_process
+
+    env = {
+        "DJANGO_SETTINGS_MODULE": "example_project.settings",
+        "DJANGO_MCP_SQLITE": str(tmp_path_factory.mktemp("readme-example") / "db.sqlite3"),
+        "DJANGO_MCP_DATABASE": "sqlite",
+        "REDIS_URL": "",
+    }
+    subprocess.run(  # noqa: S603 - our own interpreter and arguments
+        [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env={**os.environ, **env}, check=True, timeout=120
+    )
+    with server_process(["manage.py", "runserver", "127.0.0.1:{port}", "--noreload"], env=env) as base:
+        yield int(base.rsplit(":", 1)[1])
+
+
+def run_shell(code: str, env: dict[str, str], cwd: Path) -> tuple[str, dict[str, str]]:
+    """Run README shell lines with bash; their stdout, and the environment they leave (``set -a``)."""
+    env_file = cwd / ".env0"
+    script = f"set -a\n{code}\nenv -0 > {env_file}\n"
+    proc = subprocess.run(  # noqa: S603 - bash running the README's own lines
+        ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, timeout=60, check=False
+    )
+    after = dict(item.split("=", 1) for item in env_file.read_text().split("\0") if "=" in item)
+    return proc.stdout.decode(), after
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not (shutil.which("curl") and shutil.which("jq")), reason="the session uses curl and jq")
+def test_tasks_wire_session_runs_as_written(example_port, tmp_path):
+    """Each command of the session, in order, in one shell environment; reads are retried while the task moves on."""
+    blocks = marked_blocks("tasks-wire")
+    assert [b.kind for b in blocks[:2]] == ["run", "run"], "the session starts with its variables, then a command"
+    methods = set()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "PG", "REDIS"))}
+    for i, block in enumerate(blocks):
+        if block.kind != "run":
+            continue
+        answer = blocks[i + 1] if i + 1 < len(blocks) and blocks[i + 1].kind == "answer" else None
+        code = block.code.replace("127.0.0.1:8000", f"127.0.0.1:{example_port}")
+        method = re.search(r"Mcp-Method: ([\w/]+)", code)
+        if method:
+            methods.add(method[1])
+        retry = method is not None and method[1] in ("tasks/get", "subscriptions/listen")
+        deadline = time.monotonic() + 20
+        while True:
+            output, after = run_shell(code, env, tmp_path)
+            try:
+                if answer is not None:
+                    assert_answer(output, answer)
+                break
+            except AssertionError:
+                if not retry or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+        env = after
+    assert methods == {"tools/call", "tasks/get", "tasks/update", "tasks/cancel", "subscriptions/listen"}
