@@ -72,3 +72,20 @@ DJANGO_MCP = {
 
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The worker fleet (McpTasks(task_backend=...)): Django Tasks backends; the live fleet test starts
+# `manage.py db_worker --backend fleet --queue-name mcp` processes.
+import django  # noqa: E402
+
+INSTALLED_APPS += ["django_tasks_db"]
+if django.VERSION < (6, 0):
+    INSTALLED_APPS += ["django_tasks"]
+_TASKS_PACKAGE = "django_tasks" if django.VERSION < (6, 0) else "django.tasks"
+TASKS = {
+    "default": {"BACKEND": f"{_TASKS_PACKAGE}.backends.immediate.ImmediateBackend"},
+    "fleet": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["mcp"]},
+}
+if os.environ.get("DJANGO_MCP_TEST_RQ_URL"):  # the live fleet test's rq leg (its own web and rq worker processes)
+    INSTALLED_APPS += ["django_rq"]
+    TASKS["rq"] = {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["mcp"]}
+    RQ_QUEUES = {"mcp": {"URL": os.environ["DJANGO_MCP_TEST_RQ_URL"], "DEFAULT_TIMEOUT": -1}}

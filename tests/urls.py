@@ -15,4 +15,5 @@ urlpatterns = [
     path("mcp-principal/", task_servers.principal_server.urls),
     path("mcp-cap/", task_servers.cap_server.urls),
     path("mcp-owner-cap/", task_servers.owner_cap_server.urls),
+    path("mcp-fleet/", include("tests.fleetapp.urls")),
 ]

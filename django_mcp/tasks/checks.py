@@ -41,10 +41,14 @@ def check_task_settings(
 
 
 def check_plugin(plugin: McpTasks, tools: list[Tool]) -> list[CheckMessage]:
-    """W006: tasks without a channel layer (cancel, input and pushes then wait for the database)."""
+    """W006: tasks without a channel layer (cancel, input and pushes then wait for the database).
+
+    With a worker fleet (``task_backend``): E008, W009, W010 (:func:`check_fleet`).
+    """
+    messages = check_fleet(plugin, tools)
     if "default" in getattr(settings, "CHANNEL_LAYERS", {}):
-        return []
-    return [
+        return messages
+    return messages + [
         CheckWarning(
             f"McpTasks on server {plugin.namespace!r} has no channel layer: tasks/cancel and tasks/update reach a "
             "running task only at its next lease renewal, and listen streams get no task notifications.",
@@ -54,3 +58,82 @@ def check_plugin(plugin: McpTasks, tools: list[Tool]) -> list[CheckMessage]:
             id="django_mcp.W006",
         )
     ]
+
+
+_LOCAL_BACKENDS = ("ImmediateBackend", "DummyBackend")
+_IN_MEMORY_LAYER = "InMemoryChannelLayer"
+
+
+def fleet_backends(plugin: McpTasks, tools: list[Tool]) -> dict[str, list[str]]:
+    """The ``TASKS`` aliases task bodies of ``plugin``'s server are enqueued on, each with what names it."""
+    used: dict[str, list[str]] = {}
+    if plugin.task_backend:
+        used.setdefault(plugin.task_backend, []).append("McpTasks(task_backend=...)")
+    for tool in tools:
+        alias = tool.extension_options.get("task_backend")
+        if isinstance(alias, str) and alias:
+            used.setdefault(alias, []).append(f"tool {tool.name!r}")
+    return used
+
+
+def check_fleet(plugin: McpTasks, tools: list[Tool]) -> list[CheckMessage]:
+    """E008: a task backend missing from TASKS (or the queue not among its QUEUES); W009: an Immediate
+    or Dummy backend outside DEBUG; W010: a task backend without a channel layer shared by processes."""
+    used = fleet_backends(plugin, tools)
+    if not used:
+        return []
+    messages: list[CheckMessage] = []
+    configured = getattr(settings, "TASKS", None) or {}
+    for alias, users in sorted(used.items()):
+        named = ", ".join(users)
+        options = configured.get(alias)
+        if not isinstance(options, dict):
+            messages.append(
+                Error(
+                    f"McpTasks on server {plugin.namespace!r}: task backend {alias!r} ({named}) is not in the "
+                    "TASKS setting.",
+                    hint="Add it to TASKS (e.g. a django_tasks_db.DatabaseBackend), or name a configured alias.",
+                    obj=plugin.namespace,
+                    id="django_mcp.E008",
+                )
+            )
+            continue
+        queues = list(options.get("QUEUES", ["default"]))
+        if queues and plugin.task_queue not in queues:
+            messages.append(
+                Error(
+                    f"McpTasks on server {plugin.namespace!r}: queue {plugin.task_queue!r} is not among the QUEUES "
+                    f"of task backend {alias!r} ({', '.join(map(str, queues))}).",
+                    hint=f'Add {plugin.task_queue!r} to TASKS["{alias}"]["QUEUES"], or set McpTasks(task_queue=...).',
+                    obj=plugin.namespace,
+                    id="django_mcp.E008",
+                )
+            )
+        backend_path = str(options.get("BACKEND", ""))
+        if backend_path.endswith(_LOCAL_BACKENDS) and not settings.DEBUG:
+            messages.append(
+                CheckWarning(
+                    f"McpTasks on server {plugin.namespace!r}: task backend {alias!r} is "
+                    f"{backend_path.rsplit('.', 1)[-1]}: task bodies run inside the web request that creates "
+                    "them (Immediate) or never (Dummy).",
+                    hint="Use a backend with workers (django_tasks_db.DatabaseBackend, django_tasks_rq.RQBackend), "
+                    "or leave task_backend unset to run bodies in the web process.",
+                    obj=plugin.namespace,
+                    id="django_mcp.W009",
+                )
+            )
+    layer = (getattr(settings, "CHANNEL_LAYERS", None) or {}).get("default")
+    layer_backend = str(layer.get("BACKEND", "")) if isinstance(layer, dict) else ""
+    if layer is None or layer_backend.endswith(_IN_MEMORY_LAYER):
+        messages.append(
+            CheckWarning(
+                f"McpTasks on server {plugin.namespace!r} runs task bodies on workers "
+                f"({', '.join(sorted(used))}) without a channel layer shared by processes: a worker gets "
+                "tasks/cancel and tasks/update answers only at its next lease renewal.",
+                hint="Set CHANNEL_LAYERS to channels_redis.pubsub.RedisPubSubChannelLayer for web and worker "
+                "processes.",
+                obj=plugin.namespace,
+                id="django_mcp.W010",
+            )
+        )
+    return messages

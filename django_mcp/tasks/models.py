@@ -149,6 +149,20 @@ class Task(models.Model):
         help_text="The server (its URL namespace) whose tasks this counts among, for its caps.",
     )
     node = models.CharField(max_length=64, blank=True, help_text="The server process running the task.")
+    request_meta = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the body needs to run elsewhere: protocol version, client capabilities and info of the "
+        "tools/call that created the task (a worker process rebuilds the request from it).",
+    )
+    backend = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="The Django Tasks backend the body was enqueued on; empty: "
+        "it runs in the web process that created it.",
+    )
+    job_id = models.CharField(max_length=64, blank=True, default="", help_text="The backend's id for the job.")
     lease_expires_at = models.DateTimeField(
         null=True,
         blank=True,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,18 @@ from ..server.params import Params, parse_params
 from . import store as task_store
 from .conf import get_tasks_settings
 from .models import ACTIVE, Task, creator_fields
-from .runner import OWNER_GONE, InlineTask, Run, TaskContext, TaskRunner, call_run, check_run, send_control, task_group
+from .runner import (
+    OWNER_GONE,
+    InlineTask,
+    Run,
+    TaskContext,
+    TaskRunner,
+    call_run,
+    check_run,
+    publish,
+    send_control,
+    task_group,
+)
 from .store import TaskStore
 from .wire import EXTENSION_ID, create_task_result, detailed_task
 
@@ -31,6 +43,8 @@ if TYPE_CHECKING:
     from django.core.checks import CheckMessage
 
     from ..server.tools import Tool
+
+logger = logging.getLogger("django_mcp.tasks")
 
 _ANSWER_TYPES: dict[str, type[BaseModel]] = {
     "elicitation/create": ElicitAnswer,
@@ -71,6 +85,11 @@ def refuse_unstorable(value: Any, where: str) -> None:
 def _task_support(value: Any) -> None:
     if value not in TASK_SUPPORT:
         raise ValueError(f"task_support must be one of {', '.join(TASK_SUPPORT)}, not {value!r}")
+
+
+def _backend_alias(value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ValueError(f"task_backend must be a TASKS alias or None (run in the web process), not {value!r}")
 
 
 def _flag(value: Any) -> None:
@@ -137,7 +156,7 @@ class McpTasks(ExtensionPlugin):
 
     identifier = EXTENSION_ID
     listen_filter_keys = ("taskIds",)
-    tool_options = {"task_support": _task_support, "run_body_as_task": _flag}
+    tool_options = {"task_support": _task_support, "run_body_as_task": _flag, "task_backend": _backend_alias}
 
     def __init__(
         self,
@@ -148,6 +167,8 @@ class McpTasks(ExtensionPlugin):
         poll_interval_seconds: float = 1.0,
         bind: Callable[[McpRequest], Any] | None = None,
         enabled: Callable[[McpRequest], bool] | None = None,
+        task_backend: str | None = None,
+        task_queue: str = "default",
     ) -> None:
         if not apps.is_installed("django_mcp"):
             raise ImproperlyConfigured(
@@ -167,6 +188,9 @@ class McpTasks(ExtensionPlugin):
         self.max_tasks_per_owner = max_tasks_per_owner
         self.ttl_seconds = ttl_seconds
         self.poll_interval_seconds = poll_interval_seconds
+        self.task_backend = task_backend
+        """The Django Tasks backend alias declarative task bodies are enqueued on (None: run in this process)."""
+        self.task_queue = task_queue
         self._bind = bind
         self._enabled = enabled
         self._store: TaskStore | None = None
@@ -211,7 +235,8 @@ class McpTasks(ExtensionPlugin):
             async def body(task: TaskContext) -> Any:
                 return await proceed(TaskRequest.of(request, task))
 
-            return await self.create(request, tool, body)
+            backend = tool.extension_options.get("task_backend", self.task_backend)
+            return await self.create(request, tool, body, backend=backend)
         if support == "forbidden":
             return await proceed(request)
         token = _current_call.set(_ToolCall(self, request, tool))
@@ -313,6 +338,14 @@ class McpTasks(ExtensionPlugin):
 
     async def _cancel(self, request: McpRequest, params: TaskIdParams) -> dict[str, Any]:
         task = await self._visible(request, params.taskId)
+        if task.status in ACTIVE and task.backend and not task.node:
+            cancelled = await self.store.cancel_queued(task.id)  # no worker has it yet: it never starts
+            if cancelled is not None:
+                from .runner import publish
+
+                await publish(cancelled)
+                return {}
+            task = await self.store.reload(task.id) or task  # a worker claimed it meanwhile: cancel it there
         if task.status in ACTIVE:
             flagged = await self.store.request_cancel(task.id, None)
             if flagged is not None and flagged.status in ACTIVE:
@@ -321,8 +354,14 @@ class McpTasks(ExtensionPlugin):
 
     # -- creation -------------------------------------------------------------------------------
 
-    async def create(self, request: McpRequest, tool: Tool, run: Run, status_message: str = "") -> ExtensionResult:
-        """Commit a task for this ``tools/call``, start ``run`` on it, and return the handle to answer with."""
+    async def create(
+        self, request: McpRequest, tool: Tool, run: Run, status_message: str = "", backend: str | None = None
+    ) -> ExtensionResult:
+        """Commit a task for this ``tools/call``, start ``run`` on it, and return the handle to answer with.
+
+        With ``backend`` (a ``TASKS`` alias) the row is committed as queued (no node, no lease) and the
+        tool's body is enqueued there instead: a worker claims the row and runs the body (``run`` is unused).
+        """
         if shutting_down():
             raise McpJsonRpcError(
                 INTERNAL_ERROR, "The server is shutting down: retry on another worker", http_status=503
@@ -336,13 +375,15 @@ class McpTasks(ExtensionPlugin):
                 owner=self.owner_of(request),
                 scope=self.namespace,
                 arguments=arguments,
-                status_message=status_message,
+                status_message=status_message or ("Queued for a worker" if backend else ""),
                 ttl_ms=round(self.ttl_seconds * 1000) if self.ttl_seconds is not None else None,
                 poll_interval_ms=round(self.poll_interval_seconds * 1000),
                 max_tasks=self.max_tasks,
                 max_tasks_per_owner=self.max_tasks_per_owner,
-                node=self.runner.node,
-                lease_seconds=settings.TASK_LEASE_SECONDS,
+                node="" if backend else self.runner.node,
+                lease_seconds=None if backend else settings.TASK_LEASE_SECONDS,
+                request_meta=request.meta.model_dump(by_alias=True, exclude_none=True, exclude={"progress_token"}),
+                backend=backend or "",
                 **creator_fields(request.auth, request.user),
             )
         except task_store.TaskLimitReached as reached:
@@ -354,6 +395,22 @@ class McpTasks(ExtensionPlugin):
                 f"Task limit reached: this server retains at most {reached.limit} tasks; try again later",
                 {"maxTasks": reached.limit},
             ) from None
+        if backend:
+            from .fleet import aenqueue
+
+            try:
+                await aenqueue(task, backend, self.task_queue, self.namespace, self.store)
+            except Exception as exc:
+                logger.exception("Task %s: could not be enqueued on backend %r", task.id, backend)
+                await self.store.forget(task.id)  # the client never saw it: nothing left in working
+                raise McpJsonRpcError(
+                    INTERNAL_ERROR,
+                    f"Could not queue the task for a worker ({type(exc).__name__}); nothing was started: retry later",
+                    {"taskBackend": backend},
+                    http_status=503,
+                ) from None
+            request.finish()
+            return ExtensionResult(create_task_result(task))
         request.finish()  # progress and log of this request never go out once it is a task
         self.runner.start(task, tool, run, request.client_capabilities)
         return ExtensionResult(create_task_result(task))
@@ -411,6 +468,11 @@ def cancel_task(task: Task) -> None:
     """
     if task.status not in ACTIVE:
         return
+    if task.backend and not task.node:
+        cancelled = task_store.cancel_queued(task.id)  # no worker has it yet: it never starts
+        if cancelled is not None:
+            async_to_sync(publish)(cancelled)
+            return
     flagged = task_store.request_cancel(task.id, None)
     if flagged is not None and flagged.status in ACTIVE:
         async_to_sync(send_control)(str(task.id), "cancel")

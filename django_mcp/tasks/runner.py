@@ -46,6 +46,7 @@ Run = Callable[["TaskContext"], Any]
 
 STOPPED: dict[str, Any] = {"code": -32603, "message": "Task interrupted: its server process stopped"}
 OWNER_GONE: dict[str, Any] = {"code": -32603, "message": "Task owner stopped: its server process stopped renewing it"}
+NEVER_STARTED: dict[str, Any] = {"code": -32603, "message": "No worker started the task"}
 UNSTORABLE: dict[str, Any] = {"code": -32603, "message": "Task result could not be stored"}
 
 
@@ -247,13 +248,15 @@ class TaskRunner:
 
     # -- running -------------------------------------------------------------------------
 
-    def start(self, task: Task, tool: Tool, run: Run, capabilities: Mapping[str, Any]) -> None:
+    def start(self, task: Task, tool: Tool, run: Run, capabilities: Mapping[str, Any]) -> asyncio.Task[None]:
         """Run ``run(context)`` in the background, supervised (called once the row is committed)."""
         context = RunningTask(self, task, tool, capabilities)
         loop = asyncio.get_running_loop()
         self._running[context.id] = context
-        self._supervisors[context.id] = loop.create_task(self._supervise(context, run), context=contextvars.Context())
+        supervisor = loop.create_task(self._supervise(context, run), context=contextvars.Context())
+        self._supervisors[context.id] = supervisor
         self.ensure_maintenance(loop)
+        return supervisor
 
     async def _supervise(self, context: RunningTask, run: Run) -> None:
         # The run's own ORM calls get a thread of their own, whose connections are closed at the end.
@@ -393,6 +396,10 @@ class TaskRunner:
                 self.act_here(task_id, "input")
         for reaped in await self.store.reap_lapsed(self.node, OWNER_GONE):
             await publish(reaped)
+        queued_timeout = get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS
+        if queued_timeout is not None:
+            for stale in await self.store.fail_stale_queued(queued_timeout, NEVER_STARTED):
+                await publish(stale)
 
     async def stop(self, grace_seconds: float = 0) -> None:
         """Shutdown: signal every task of this runner, give them ``grace_seconds``, then fail what is left."""

@@ -76,7 +76,9 @@ def create(
     max_tasks: int,
     max_tasks_per_owner: int | None,
     node: str,
-    lease_seconds: float,
+    lease_seconds: float | None,
+    request_meta: Mapping[str, Any] | None = None,
+    backend: str = "",
     **creator: Any,
 ) -> Task:
     """Insert a ``working`` task, committed before this returns.
@@ -110,7 +112,10 @@ def create(
             updated_at=now,
             expires_at=now + timedelta(milliseconds=ttl_ms) if ttl_ms is not None else None,
             node=node,
-            lease_expires_at=now + timedelta(seconds=lease_seconds),
+            # A queued task (no node) has no lease: nobody runs it yet, so nobody may reap it.
+            lease_expires_at=now + timedelta(seconds=lease_seconds) if lease_seconds is not None else None,
+            request_meta=dict(request_meta or {}),
+            backend=backend,
             **creator,  # user and owner_kind: who created it, for people reading the admin
         )
 
@@ -293,6 +298,76 @@ def reap_lapsed(node: str, error: dict[str, Any], limit: int = 500) -> list[Task
     return list(Task.objects.filter(pk__in=reaped))
 
 
+def fail_stale_queued(timeout_seconds: float, error: dict[str, Any], limit: int = 500) -> list[Task]:
+    """Fail tasks queued for a worker fleet that no worker claimed within ``timeout_seconds``.
+
+    A queued row has no lease (nobody runs it, so the lease reaper never sees it): a job the backend
+    lost, or one that failed before claiming, would leave it working for ever. Compare-and-set on
+    node "" so a worker claiming it at the same moment wins or loses cleanly.
+    """
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=timeout_seconds)
+    stale = list(
+        Task.objects.active()
+        .filter(node="", created_at__lte=cutoff)
+        .exclude(backend="")
+        .order_by("created_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    failed = []
+    for pk in stale:
+        moved = Task.objects.filter(pk=pk, status__in=ACTIVE, node="").update(
+            status=TaskStatus.FAILED, error=error, status_message=error["message"], input_requests={}, updated_at=now
+        )
+        if moved:
+            failed.append(pk)
+    return list(Task.objects.filter(pk__in=failed))
+
+
+def set_job(task_id: Any, job_id: str) -> None:
+    Task.objects.filter(pk=task_id).update(job_id=job_id[:64])
+
+
+def forget(task_id: Any) -> int:
+    """Delete one task and release its place in the caps (an enqueue that failed)."""
+    return _forget(Task.objects.filter(pk=task_id))
+
+
+def claim(task_id: Any, node: str, lease_seconds: float, status_message: str) -> Task | None:
+    """Compare-and-set a queued task to running on ``node``: never claimed before, not cancelled, still live.
+
+    None when it was cancelled (or claimed, or deleted) first: the body must not run.
+    """
+    now = timezone.now()
+    moved = (
+        Task.objects.filter(pk=task_id, status=TaskStatus.WORKING, node="", cancel_requested=False)
+        .live(now)
+        .update(
+            node=node,
+            lease_expires_at=now + timedelta(seconds=lease_seconds),
+            status_message=status_message,
+            updated_at=now,
+        )
+    )
+    return Task.objects.filter(pk=task_id).first() if moved else None
+
+
+def cancel_queued(task_id: Any) -> Task | None:
+    """Cancel a task no worker has claimed yet (compare-and-set on node ""); None if a worker has it."""
+    moved = (
+        Task.objects.filter(pk=task_id, status__in=ACTIVE, node="")
+        .exclude(backend="")
+        .update(
+            status=TaskStatus.CANCELLED,
+            status_message="Cancelled before it started",
+            cancel_requested=True,
+            input_requests={},
+            updated_at=timezone.now(),
+        )
+    )
+    return Task.objects.filter(pk=task_id).first() if moved else None
+
+
 def lease_lapsed(task: Task) -> bool:
     """Whether the task's lease ran out (checked before asking the database to act on it)."""
     return task.lease_expires_at is not None and task.lease_expires_at <= timezone.now()
@@ -341,6 +416,11 @@ class TaskStore:
         self.renew_leases = self._door(renew_leases)
         self.reap_lapsed = self._door(reap_lapsed)
         self.fail_if_owner_gone = self._door(fail_if_owner_gone)
+        self.set_job = self._door(set_job)
+        self.forget = self._door(forget)
+        self.claim = self._door(claim)
+        self.cancel_queued = self._door(cancel_queued)
+        self.fail_stale_queued = self._door(fail_stale_queued)
 
     def _door(self, fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
         return cast(

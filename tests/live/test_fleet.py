@@ -1,0 +1,365 @@
+"""The worker fleet, live: 2 daphne web processes and 2 ``manage.py db_worker`` processes on one
+PostgreSQL database and a private Redis, driven over HTTP as a client would.
+
+Task bodies of /mcp-fleet/ (tests/fleetapp) are enqueued on the "fleet" Django Tasks backend
+(django_tasks_db, queue "mcp") and run by the workers. Every process started here is stopped by PID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from asgiref.sync import sync_to_async
+
+from tests.live.servers import ROOT, server_process_handle
+from tests.live.test_workers import Listen, Redis
+from tests.wire import headers_for, request_body
+
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") != "postgres", reason="needs PostgreSQL"),
+    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),
+    pytest.mark.timeout(240),
+]
+
+EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
+TENANT = {"X-Tenant": "live"}
+LEASE = 2.0
+GRACE = 1.0
+FIGURES: dict[str, Any] = {}
+FIGURES_FILE = Path(os.environ.get("DJANGO_MCP_FLEET_FIGURES", "/tmp/django-mcp-fleet-figures.json"))  # noqa: S108
+
+
+DB_WORKER = ["db_worker", "--backend", "fleet", "--queue-name", "mcp", "--interval", "0.1"]
+DB_WORKER += ["--no-startup-delay", "--no-reload"]
+RQ_WORKER = ["rqworker", "mcp", "--worker-class", "django_mcp.tasks.rq_worker.McpWorker"]
+RQ_WORKER += ["--job-class", "django_tasks_rq.Job"]
+
+
+class DbWorker:
+    """One worker process (``manage.py db_worker --backend fleet --queue-name mcp`` by default); by PID only."""
+
+    def __init__(self, name: str, env: dict[str, str], command: list[str] = DB_WORKER) -> None:
+        self.name, self.env, self.command = name, env, command
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        log = tempfile.TemporaryFile()  # noqa: SIM115 - the process owns it until stop
+        self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+            [sys.executable, "manage.py", *self.command],
+            cwd=ROOT,
+            env={**os.environ, **self.env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.proc.log = log  # type: ignore[attr-defined]
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig: int) -> None:
+        os.kill(self.pid, sig)
+
+    def wait_exit(self, timeout: float) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout=timeout)
+
+    def output(self) -> str:
+        log = getattr(self.proc, "log", None)
+        if log is None:
+            return ""
+        log.seek(0)
+        return log.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        log = getattr(self.proc, "log", None)
+        if log is not None:
+            log.close()
+        self.proc = None
+
+
+@pytest.fixture(scope="module")
+def fleet(django_db_setup, django_db_blocker):
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        db_name = connection.settings_dict["NAME"]
+    marks = Path(tempfile.mkdtemp(prefix="fleet-marks-"))
+    redis = Redis()
+    redis.start()
+    env = {
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DJANGO_MCP_DATABASE": "postgres",
+        "PGDATABASE": db_name,
+        "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
+        "DJANGO_MCP_TEST_SIGNALS": "1",
+        "DJANGO_MCP_TEST_LEASE": str(LEASE),
+        "DJANGO_MCP_TEST_GRACE": str(GRACE),
+        "FLEET_MARKS": str(marks),
+        "PYTHONUNBUFFERED": "1",
+    }
+    webs: dict[str, Any] = {}
+    workers = {name: DbWorker(name, env) for name in ("W1", "W2")}
+    try:
+        for name in ("A", "B"):
+            webs[name] = server_process_handle(
+                ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"], env=env
+            )
+        for worker in workers.values():
+            worker.start()
+        yield {"web": webs, "workers": workers, "marks": marks, "env": env}
+    finally:
+        for worker in workers.values():
+            worker.stop()
+        for web in webs.values():
+            web.stop()
+        redis.stop()
+        shutil.rmtree(marks, ignore_errors=True)
+        FIGURES_FILE.write_text(json.dumps(FIGURES, indent=2))
+
+
+def url(fleet, name: str) -> str:
+    return fleet["web"][name].base + "/mcp-fleet/"
+
+
+async def rpc(client: httpx.AsyncClient, to: str, method: str, params: dict | None = None) -> Any:
+    body = request_body(method, params, capabilities=EXT)
+    response = await client.post(to, content=json.dumps(body), headers={**headers_for(body), **TENANT})
+    return response.json()
+
+
+async def call(client, to, tool, arguments=None) -> str:
+    body = await rpc(client, to, "tools/call", {"name": tool, "arguments": arguments or {}})
+    assert body["result"]["status"] == "working", body
+    assert body["result"]["statusMessage"] == "Queued for a worker"
+    return body["result"]["taskId"]
+
+
+async def poll(client, to, task_id, *statuses, timeout=20.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        body = await rpc(client, to, "tasks/get", {"taskId": task_id})
+        assert "result" in body, body
+        if body["result"]["status"] in statuses:
+            return body["result"]
+        assert time.monotonic() < deadline, body
+        await asyncio.sleep(0.02)
+
+
+async def mark(fleet, task_id: str, what: str, timeout: float = 20.0) -> tuple[float, int]:
+    """Wait for the body's mark; its time and the PID of the process that left it."""
+    path = fleet["marks"] / f"{task_id}.{what}"
+    deadline = time.monotonic() + timeout
+    while not path.exists() or not path.read_text():
+        assert time.monotonic() < deadline, f"no {what} mark for {task_id}"
+        await asyncio.sleep(0.01)
+    stamp, pid = path.read_text().split()
+    return float(stamp), int(pid)
+
+
+def worker_by_pid(fleet, pid: int) -> DbWorker:
+    """The worker of this test whose process ran the body (db_worker runs it in its main thread)."""
+    for worker in fleet["workers"].values():
+        if worker.alive() and worker.pid == pid:
+            return worker
+    raise AssertionError(f"the body ran in {pid}, not in a db_worker of this test")
+
+
+async def test_create_update_complete_across_web_processes_and_workers(fleet):
+    a, b = url(fleet, "A"), url(fleet, "B")
+    async with httpx.AsyncClient(timeout=10) as client:
+        task_id = await call(client, a, "heavy", {"text": "hi"})
+        async with Listen(client, b, {"taskIds": [task_id]}) as stream:
+            assert (await stream.frame())["params"]["notifications"] == {"taskIds": [task_id]}
+            waiting = await poll(client, b, task_id, "input_required")
+            _, pid = await mark(fleet, task_id, "started")
+            worker_by_pid(fleet, pid)
+            key = next(iter(waiting["inputRequests"]))
+            answers = {key: {"action": "accept", "content": {"ok": True}}}
+            assert "result" in await rpc(client, b, "tasks/update", {"taskId": task_id, "inputResponses": answers})
+            statuses = []
+            while not statuses or statuses[-1] != "completed":
+                frame = await stream.frame(timeout=20)
+                statuses.append(frame["params"]["status"])
+        assert "input_required" in statuses or "working" in statuses
+        done = await poll(client, a, task_id, "completed")
+        assert done["result"]["content"][0]["text"] == f"heavy hi pid={pid} answered=accept"
+
+
+async def test_cancel_mid_run_reaches_the_worker(fleet):
+    a, b = url(fleet, "A"), url(fleet, "B")
+    latencies: dict[str, list[float]] = {"settled": [], "at_start": []}
+    async with httpx.AsyncClient(timeout=10) as client:
+        for settle in [0.2] * 10 + [0.0] * 5:  # 0.2 s after the body started, then at once
+            task_id = await call(client, a, "sleeper", {"seconds": 60})
+            await mark(fleet, task_id, "started")
+            await asyncio.sleep(settle)
+            sent = time.time()
+            assert "result" in await rpc(client, b, "tasks/cancel", {"taskId": task_id})
+            stopped, _ = await mark(fleet, task_id, "cancelled", timeout=10)
+            latencies["settled" if settle else "at_start"].append((stopped - sent) * 1000)
+            assert (await poll(client, a, task_id, "cancelled"))["status"] == "cancelled"
+    for name, values in latencies.items():
+        values.sort()
+        FIGURES[f"cancel_send_to_body_ms_{name}"] = {
+            "p50": round(values[len(values) // 2], 1),
+            "max": round(values[-1], 1),
+            "n": len(values),
+        }
+        assert values[len(values) // 2] <= 1000
+
+
+async def test_a_queued_task_cancelled_with_no_worker_never_runs(fleet):
+    from django_tasks_db.models import DBTaskResult
+
+    from django_mcp.models import Task
+
+    a, b = url(fleet, "A"), url(fleet, "B")
+    for worker in fleet["workers"].values():
+        worker.stop()  # idle: each exits at once
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            task_id = await call(client, a, "sleeper", {"seconds": 60})
+            assert "result" in await rpc(client, b, "tasks/cancel", {"taskId": task_id})
+            cancelled = await poll(client, a, task_id, "cancelled", timeout=2)
+            assert cancelled["statusMessage"] == "Cancelled before it started"
+    finally:
+        for worker in fleet["workers"].values():
+            worker.start()
+    job_id = (await Task.objects.aget(pk=task_id)).job_id
+    deadline = time.monotonic() + 30
+    while (job := await DBTaskResult.objects.aget(pk=job_id)).status != "SUCCESSFUL":
+        assert time.monotonic() < deadline, job.status
+        await asyncio.sleep(0.1)
+    assert job.return_value == "not run: cancelled"  # a worker took the job and refused it
+    assert not (fleet["marks"] / f"{task_id}.started").exists()
+    assert (await sync_to_async(Task.objects.get)(pk=task_id)).status == "cancelled"
+
+
+async def test_sigkill_of_the_worker_fails_the_task_within_the_lease(fleet):
+    a, b = url(fleet, "A"), url(fleet, "B")
+    async with httpx.AsyncClient(timeout=10) as client:
+        task_id = await call(client, a, "sleeper", {"seconds": 60})
+        _, pid = await mark(fleet, task_id, "started")
+        worker = worker_by_pid(fleet, pid)
+        killed = time.monotonic()
+        worker.signal(signal.SIGKILL)
+        worker.wait_exit(10)
+        failed = await poll(client, b, task_id, "failed", timeout=LEASE * 5)
+        FIGURES["worker_sigkill_to_failed_s"] = round(time.monotonic() - killed, 2)
+        assert failed["error"]["code"] == -32603
+        assert "owner stopped" in failed["error"]["message"]
+        assert time.monotonic() - killed <= LEASE * 3
+    worker.stop()
+    worker.start()
+
+
+@pytest.mark.parametrize("tool", ["sleeper", "sync_sleeper"])
+async def test_sigterm_of_the_worker_interrupts_the_task_after_the_grace(fleet, tool):
+    a, b = url(fleet, "A"), url(fleet, "B")
+    async with httpx.AsyncClient(timeout=10) as client:
+        task_id = await call(client, a, tool, {"seconds": 60})
+        _, pid = await mark(fleet, task_id, "started")
+        worker = worker_by_pid(fleet, pid)
+        stopped = time.monotonic()
+        worker.signal(signal.SIGTERM)
+        final = await poll(client, b, task_id, "failed", "completed", timeout=15)
+        elapsed = time.monotonic() - stopped
+        assert worker.wait_exit(15) is not None, worker.output()
+        FIGURES[f"worker_sigterm_to_final_s_{tool}"] = round(elapsed, 2)
+        if tool == "sleeper":  # an async body is cancelled at the end of the grace
+            assert final["status"] == "failed", final
+            assert "interrupted" in final["error"]["message"]
+            assert elapsed >= GRACE * 0.9
+        else:  # a sync body sees task.cancelled during the grace and returns
+            assert final["status"] in ("completed", "failed"), final
+            await mark(fleet, task_id, "cancelled", timeout=5)
+    worker.stop()
+    worker.start()
+
+
+# -- the rq leg: one web process, one rqworker (a work horse per job) -------------------------------
+
+
+@pytest.fixture(scope="module")
+def rq_fleet(fleet):
+    redis = Redis()
+    redis.start()
+    env = {
+        **fleet["env"],
+        "DJANGO_MCP_TEST_RQ_URL": f"redis://127.0.0.1:{redis.port}/1",
+        "DJANGO_MCP_TEST_FLEET_BACKEND": "rq",
+    }
+    web = None
+    worker = DbWorker("rq", env, RQ_WORKER)
+    try:
+        web = server_process_handle(
+            ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"], env=env
+        )
+        worker.start()
+        yield {"url": web.base + "/mcp-fleet/", "worker": worker, "marks": fleet["marks"]}
+    finally:
+        worker.stop()
+        if web is not None:
+            web.stop()
+        redis.stop()
+
+
+async def test_rq_runs_and_cancels_in_a_work_horse(rq_fleet):
+    to, worker = rq_fleet["url"], rq_fleet["worker"]
+    async with httpx.AsyncClient(timeout=10) as client:
+        task_id = await call(client, to, "sleeper", {"seconds": 0.2})
+        done = await poll(client, to, task_id, "completed", "failed", timeout=30)
+        assert done["status"] == "completed", (done, worker.output())
+        _, horse = await mark(rq_fleet, task_id, "started")
+        assert horse != worker.pid  # a forked work horse ran it
+        task_id = await call(client, to, "sleeper", {"seconds": 60})
+        await mark(rq_fleet, task_id, "started")
+        await asyncio.sleep(0.2)
+        sent = time.time()
+        assert "result" in await rpc(client, to, "tasks/cancel", {"taskId": task_id})
+        stopped, _ = await mark(rq_fleet, task_id, "cancelled", timeout=10)
+        FIGURES["rq_cancel_send_to_body_ms"] = round((stopped - sent) * 1000, 1)
+        assert (await poll(client, to, task_id, "cancelled"))["status"] == "cancelled"
+
+
+async def test_rq_sigterm_of_the_worker_reaches_the_horse(rq_fleet):
+    to, worker = rq_fleet["url"], rq_fleet["worker"]
+    async with httpx.AsyncClient(timeout=10) as client:
+        task_id = await call(client, to, "sleeper", {"seconds": 60})
+        await mark(rq_fleet, task_id, "started")
+        stopped = time.monotonic()
+        worker.signal(signal.SIGTERM)  # the main worker: McpWorker passes the warm shutdown to the horse
+        final = await poll(client, to, task_id, "failed", "completed", "cancelled", timeout=15)
+        FIGURES["rq_worker_sigterm_to_final_s"] = round(time.monotonic() - stopped, 2)
+        assert final["status"] == "failed", (final, worker.output())
+        assert "interrupted" in final["error"]["message"]
+        assert worker.wait_exit(15) is not None
