@@ -26,6 +26,18 @@ INSTALLED_APPS = [
     "example_project.demo",
 ]
 
+# The worker fleet (README "Worker fleet"): DJANGO_MCP_FLEET=1 sends the `crunch` tool's body to
+# `manage.py db_worker --backend fleet` (needs `pip install -e ".[fleet]"`).
+FLEET = os.environ.get("DJANGO_MCP_FLEET") == "1"
+if FLEET:
+    import django
+
+    INSTALLED_APPS += ["django_tasks_db"] + (["django_tasks"] if django.VERSION < (6, 0) else [])
+    TASKS = {
+        "default": {"BACKEND": "django_tasks_db.DatabaseBackend"},
+        "fleet": {"BACKEND": "django_tasks_db.DatabaseBackend"},
+    }
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

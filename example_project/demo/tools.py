@@ -84,3 +84,26 @@ async def delete_everything(request: TaskRequest) -> str:
         await asyncio.sleep(0.2)
         await request.task.aupdate(f"Deleting… {step}/3")
     return "Everything is gone (not really: this is a demo)."
+
+
+# -- a CPU-heavy task for the worker fleet ---------------------------------------------------
+
+from django.conf import settings  # noqa: E402
+
+
+@tool(
+    title="Crunch numbers",
+    task_support="optional",
+    # On the fleet when the example runs with DJANGO_MCP_FLEET=1; else in the web process. One line to move.
+    task_backend="fleet" if getattr(settings, "FLEET", False) else None,
+)
+def crunch(request: TaskRequest, n: int = 2_000_000) -> str:
+    """Sum the squares below n (CPU-bound), as a task when the client supports tasks."""
+    total = 0
+    for i in range(n):
+        total += i * i
+        if request.task is not None and i % 500_000 == 0:
+            if request.task.cancelled:
+                return "Cancelled."
+            request.task.update(f"{i:,} of {n:,}")
+    return f"The sum of the squares below {n:,} is {total:,}."
