@@ -93,7 +93,10 @@ def test_example_project_serves_its_demo_tools(example_url):
         "word_stats",
         "render",
         "delete_everything",
+        "crunch",
     }
+    _, crunched = rpc(example_url, "tools/call", {"name": "crunch", "arguments": {"n": 4}})  # no tasks declared
+    assert crunched["result"]["content"][0]["text"] == "The sum of the squares below 4 is 14."
     _, stats = rpc(example_url, "tools/call", {"name": "word_stats", "arguments": {"text": "a b a"}})
     assert stats["result"]["structuredContent"] == {"words": 3, "unique": 2, "most_common": ["a", "b"]}
     _, echoed = rpc(example_url, "tools/call", {"name": "echo", "arguments": {"text": "hi", "times": 2}})
