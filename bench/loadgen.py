@@ -15,8 +15,9 @@ Jobs (``kind``):
   client learns the end by polling ``tasks/get`` every ``pollIntervalMs`` (``mode: poll``) or from a
   ``subscriptions/listen`` stream (``mode: listen``). Answers time-to-known-finished, the lag past
   ``sleep_ms``, and requests per task.
-- ``create_many``: create ``count`` tasks (for the memory scenarios and to fill a server that
-  cannot be seeded with SQL), optionally waiting until every one of them is terminal.
+- ``create_many``: create ``count`` tasks (for the memory and parked scenarios and to fill a server
+  that cannot be seeded with SQL), optionally waiting until every one of them is terminal (or in one
+  of ``wait_for``); ``capabilities`` are declared beside the tasks extension (e.g. ``elicitation``).
 - ``xworker_cancel``: create a long task on worker A, watch it on a listen stream on worker B, cancel
   it on B; answers the time from sending the cancel until B's stream shows ``cancelled``.
 - ``probe``: one request; answers status and body (for the harness's checks).
@@ -58,9 +59,10 @@ def build_request(host: str, path: str, spec: dict[str, Any], request_id: Any = 
     """The bytes of one conforming POST: headers mirror the body (wire-reference §1.3, tests/wire.py)."""
     method = spec["method"]
     params = dict(spec.get("params") or {})
+    capabilities = {**(TASKS_EXT if spec.get("tasks") else {}), **(spec.get("capabilities") or {})}
     params["_meta"] = {
         "io.modelcontextprotocol/protocolVersion": VERSION,
-        "io.modelcontextprotocol/clientCapabilities": TASKS_EXT if spec.get("tasks") else {},
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
         "io.modelcontextprotocol/clientInfo": {"name": "django-mcp-bench", "version": "1"},
     }
     body = json.dumps(
@@ -236,8 +238,20 @@ async def closed_loop(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def _create(conn: Connection, authority: str, path: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    spec = {"method": "tools/call", "params": {"name": tool, "arguments": arguments}, "tasks": True}
+async def _create(
+    conn: Connection,
+    authority: str,
+    path: str,
+    tool: str,
+    arguments: dict[str, Any],
+    capabilities: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    spec = {
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+        "tasks": True,
+        "capabilities": capabilities or {},
+    }
     status, body = await conn.request(build_request(authority, path, spec))
     answer = json.loads(body)
     if status != 200 or "result" not in answer or answer["result"].get("resultType") != "task":
@@ -362,7 +376,9 @@ async def create_many(job: dict[str, Any]) -> dict[str, Any]:
             while state["left"] > 0 and _now() < deadline:
                 state["left"] -= 1
                 try:
-                    handle = await _create(conn, authority, path, job["tool"], job.get("arguments", {}))
+                    handle = await _create(
+                        conn, authority, path, job["tool"], job.get("arguments", {}), job.get("capabilities")
+                    )
                     ids.append(handle["taskId"])
                 except (OSError, RuntimeError, ValueError, asyncio.IncompleteReadError) as exc:
                     state["errors"] += 1
@@ -376,17 +392,19 @@ async def create_many(job: dict[str, Any]) -> dict[str, Any]:
     last_status = None
     unfinished = 0
     if job.get("wait_terminal") and ids:
-        # Every task, in creation order, until each is terminal (a queue-backed server finishes them late).
+        # Every task, in creation order, until each is terminal (a queue-backed server finishes them late),
+        # or in one of ``wait_for`` (e.g. ``input_required`` for the parked scenario).
+        wanted = set(job.get("wait_for") or TERMINAL)
         conn = Connection(host, port)
         try:
             until = _now() + job.get("wait_seconds", 60)
             for at, task_id in enumerate(ids):
                 while True:
                     last_status = (await _get(conn, authority, path, task_id))["status"]
-                    if last_status in TERMINAL or _now() >= until:
+                    if last_status in wanted or last_status in TERMINAL or _now() >= until:
                         break
                     await asyncio.sleep(0.05)
-                if last_status not in TERMINAL:
+                if last_status not in wanted:
                     unfinished = len(ids) - at
                     break
         finally:

@@ -1,12 +1,17 @@
-"""Profile a django_mcp target with py-spy while the load generator drives one scenario, and print
-where the worker's samples go, by django_mcp line (file:line) and by leaf frame.
+"""Profile a django_mcp target (or the floor) with py-spy while the load generator drives one
+scenario, and print where the worker's samples go: by package, by django_mcp function and line
+(file:line), and by leaf frame, each as a share of the samples and as microseconds per request.
 
     python3 bench/profile.py --target "django_mcp uvicorn sqlite" --scenario tasks/get -c 16
     python3 bench/profile.py --target "django_mcp uvicorn pg" --scenario create -c 16 --seconds 10
+    python3 bench/profile.py --target "floor uvicorn" --scenario tasks/get -c 16   # the floor, to compare
 
-Scenarios: ``tools/call``, ``tasks/get``, ``create``. Uses the harness venv (py-spy is installed
+Scenarios: ``tools/call``, ``tasks/get``, ``create`` (the floor: ``tasks/get`` only). At c=16 the
+server's one core is saturated, so a share of the samples times (1 s / req/s) is what that part
+costs per request (shown as µs/req; py-spy's own sampling slows the server a little: the req/s is
+the one measured under it). Uses the harness venv (py-spy is installed
 there by ``bench/run.py``; build it with one full run first). The raw collapsed stacks are kept in
-``bench/.work/profile-*.txt`` (feed them to any flamegraph tool). py-spy samples every thread of
+``bench/.work/profile/profile-*.txt`` (feed them to any flamegraph tool). py-spy samples every thread of
 the process, but by default (``--gil``) only the thread holding the GIL: the shares are of the
 worker's Python CPU time, sampled at ``--rate`` Hz (``--all-threads`` also counts threads waiting
 in C, e.g. in the database driver).
@@ -30,8 +35,27 @@ FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^()]*?):(?P<line>\d+)\)$")
 PACKAGE = "django_mcp/"
 
 
-def analyse(raw: Path, top: int) -> str:
+def _package(path: str) -> str:
+    """The top-level package of a frame's file (``django``, ``asgiref``, ``django_mcp``, ``<stdlib>``...)."""
+    if PACKAGE in path:
+        return "django_mcp"
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
+    if "/bench/" in path:
+        return "bench"
+    if "/lib/python3" in path:
+        return "<stdlib> " + path.rsplit("/lib/python3", 1)[1].split("/", 2)[1].removesuffix(".py")
+    return path.rsplit("/", 1)[-1]
+
+
+def analyse(raw: Path, top: int, rps: float | None = None, rate: int = 100, seconds: float = 0.0) -> str:
+    """Shares of the samples; with ``rps``, ``rate`` and ``seconds`` also µs per request.
+
+    A sample stands for 1/``rate`` s of the sampled thread(s); the requests served while sampling are
+    ``rps`` × ``seconds``: a part's µs per request is its samples / rate / requests.
+    """
     total = 0
+    by_package: collections.Counter[str] = collections.Counter()
     by_line: collections.Counter[str] = collections.Counter()
     by_function: collections.Counter[str] = collections.Counter()
     leaf: collections.Counter[str] = collections.Counter()
@@ -43,6 +67,8 @@ def analyse(raw: Path, top: int) -> str:
         n = int(count)
         total += n
         frames = [FRAME.match(f) for f in stack.split(";")]
+        for name in {_package(f["file"]) for f in frames if f}:
+            by_package[name] += n
         ours = [f for f in frames if f and PACKAGE in f["file"]]
         if not ours:
             outside += n
@@ -57,18 +83,36 @@ def analyse(raw: Path, top: int) -> str:
             leaf[f"{last['func']} ({last['file'].split('site-packages/')[-1]}:{last['line']})"] += n
     if not total:
         return "no samples"
+
+    requests = (rps or 0) * seconds
+
+    def us(n: int) -> float:
+        return n / rate / requests * 1e6
+
+    def row(n: int, name: str) -> str:
+        cost = f"{us(n):7.0f} µs/req  " if requests else ""
+        return f"  {100 * n / total:5.1f}%  {cost}{name}"
+
     out = [
         f"{total} samples; {100 * outside / total:.1f}% with no django_mcp frame (server, Django, asgiref, idle pools)",
-        "",
     ]
+    if requests:
+        out.append(
+            f"sampled time per request {us(total):.0f} µs; at {rps} req/s one request is {1e6 / rps:.0f} µs of "
+            "wall clock (the difference: the core idle or in C code without the GIL)"
+        )
+    out.append("")
+    out.append("inclusive, by package (a stack counts once for each package on it):")
+    out += [row(n, name) for name, n in by_package.most_common(top)]
+    out.append("")
     out.append("inclusive, by django_mcp function:")
-    out += [f"  {100 * n / total:5.1f}%  {name}" for name, n in by_function.most_common(top)]
+    out += [row(n, name) for name, n in by_function.most_common(top)]
     out.append("")
     out.append("by the deepest django_mcp line on the stack (that line and what it calls):")
-    out += [f"  {100 * n / total:5.1f}%  {name}" for name, n in by_line.most_common(top)]
+    out += [row(n, name) for name, n in by_line.most_common(top)]
     out.append("")
     out.append("leaf frames (where the samples were taken):")
-    out += [f"  {100 * n / total:5.1f}%  {name}" for name, n in leaf.most_common(top)]
+    out += [row(n, name) for name, n in leaf.most_common(top)]
     return "\n".join(out)
 
 
@@ -85,25 +129,31 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    target = next((t for t in bench.all_targets() if t.name == args.target and t.kind == "dj"), None)
+    names = [t.name for t in bench.all_targets() if t.kind in ("dj", "floor")]
+    target = next((t for t in bench.all_targets() if t.name == args.target and t.name in names), None)
     if target is None:
-        raise SystemExit(
-            f"--target must name a django_mcp target: {[t.name for t in bench.all_targets() if t.kind == 'dj']}"
-        )
+        raise SystemExit(f"--target must name a django_mcp target or the floor: {names}")
+    if target.kind == "floor" and args.scenario != "tasks/get":
+        raise SystemExit("the floor answers tasks/get only")
     py_spy = bench.VENVS / "harness" / "bin" / "py-spy"
     if not py_spy.exists():
         raise SystemExit("no bench/.venvs/harness/bin/py-spy: run `python3 bench/run.py` once to build the venvs")
-    options = argparse.Namespace(smoke=False, rounds=1, out=str(bench.WORK / "profile-out"), targets=None)
+    # A scratch directory of its own: a full run may be using bench/.work/ (its source snapshot) meanwhile.
+    bench.WORK = bench.WORK / "profile"
+    options = argparse.Namespace(smoke=False, rounds=1, out=str(bench.WORK / "out"), targets=None)
     runner = bench.Bench(options)
     bench.WORK.mkdir(parents=True, exist_ok=True)
     runner.src, runner.source = bench.snapshot_source()
     runner.pythons = {"harness": str(bench.venv_python("harness"))}
     runner.loadgen = bench.LoadGen(runner.pythons["harness"], runner.pin)
-    runner.seed(target, ["migrate"], timeout=120)
+    if target.kind == "dj":
+        runner.seed(target, ["migrate"], timeout=120)
     server = runner.start(target)
     try:
-        runner.make_template(server)
-        ids = runner.seed(target, ["reset", "--tasks", "1000", "--sample", "1000"])["ids"]
+        ids = ["0b9c6b53-5d3e-4a8e-9d56-1f1b8e6a2c41"]
+        if target.kind == "dj":
+            runner.make_template(server)
+            ids = runner.seed(target, ["reset", "--tasks", "1000", "--sample", "1000"])["ids"]
         requests = {
             "tools/call": (
                 [{"method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hello"}}}],
@@ -160,7 +210,7 @@ def main() -> None:
             f"git {runner.source['git_commit'][:12]}"
             + (" + uncommitted django_mcp changes" if runner.source["django_mcp_uncommitted_changes"] else "")
         )
-        print(analyse(raw, args.top))
+        print(analyse(raw, args.top, result.get("rps"), args.rate, args.seconds))
         print(f"\nraw stacks: {raw}")
     finally:
         server.stop()

@@ -2,6 +2,7 @@
 
     python3 bench/run.py            # full run (~20 min on 2 cores; builds bench/.venvs/ first)
     python3 bench/run.py --smoke    # ~10 s: one tiny scenario per available target, no venv built
+    python3 bench/run.py --phases main --targets "uvicorn,sdk,mcpz"   # a part of it
 
 It starts each server under test on 127.0.0.1 pinned to core 0 (``taskset -c 0``), drives it from
 ``bench/loadgen.py`` in a separate process pinned to core 1, runs the targets interleaved (round
@@ -43,6 +44,9 @@ PG = {"PGHOST": "127.0.0.1", "PGPORT": "5432", "PGUSER": "postgres", "PGDATABASE
 REDIS_URL = "redis://127.0.0.1:6379/0"
 DOCKET_REDIS_URL = "redis://127.0.0.1:6379/5"  # fastmcp-tasks' Docket keys, each run under its own prefix
 POLL_MS = 100  # the pollIntervalMs every tasks target advertises
+QUIET_CORES = 0.5  # other work on the machine above this (in cores) makes a block wait ...
+QUIET_WAIT_S = 60.0  # ... at most this long ...
+QUIET_BUDGET_S = 900.0  # ... and the whole run at most this long
 
 # Pinned alike in every venv, so the uvicorn targets differ only in the application.
 SERVER_PINS = ["uvicorn==0.55.0", "uvloop==0.23.0", "httptools==0.9.0"]
@@ -50,6 +54,7 @@ VENV_SPECS = {
     "harness": None,  # filled from pyproject.toml: django_mcp's dependencies + postgres/redis extras
     "fastmcp": ["fastmcp==4.1.4", "fastmcp-tasks==4.1.4", *SERVER_PINS],
     "sdk": ["mcp>=2.3,<2.4", *SERVER_PINS],
+    "mcpz": ["django-mcpz==1.2.0", *SERVER_PINS],
 }
 HARNESS_EXTRA = [*SERVER_PINS, "matplotlib>=3.8", "py-spy>=0.3.14"]
 
@@ -81,6 +86,11 @@ class Scale:
     mem_cap_s: float = 20.0
     xworker_samples: int = 20
     xworker_cap_s: float = 20.0
+    goal_concurrency: tuple[int, ...] = (1, 16)  # the concurrencies the goals table judges
+    parked_tasks: int = 1_000
+    parked_idle_s: float = 15.0
+    parked_window_s: float = 30.0
+    parked_create_cap_s: float = 60.0
 
 
 FULL = Scale()
@@ -96,13 +106,14 @@ SMOKE = Scale(
     seed_small=200,
     get_sample=200,
     fastmcp_seed=20,
+    goal_concurrency=(4,),
 )
 
 
 @dataclass
 class Target:
     name: str
-    kind: str  # dj | floor | fastmcp | sdk
+    kind: str  # dj | floor | fastmcp | sdk | mcpz
     server: str  # daphne | uvicorn
     store: str  # sqlite | postgres | memory | redis | -
     venv: str
@@ -126,6 +137,7 @@ def all_targets() -> list[Target]:
         Target("fastmcp memory", "fastmcp", "uvicorn", "memory", "fastmcp", ("call", "create", "get", "e2e")),
         Target("fastmcp redis", "fastmcp", "uvicorn", "redis", "fastmcp", ("create", "get", "e2e")),
         Target("mcp sdk", "sdk", "uvicorn", "-", "sdk", ("call",)),
+        Target("django-mcpz", "mcpz", "uvicorn", "-", "mcpz", ("call",)),
     ]
 
 
@@ -165,6 +177,23 @@ def rss_kb(pid: int) -> int | None:
     except OSError:
         return None
     return None
+
+
+def busy_cores(seconds: float = 1.0) -> float | None:
+    """How many cores the whole machine kept busy over ``seconds`` (/proc/stat; steal counts as busy)."""
+
+    def read() -> tuple[int, int]:
+        values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(values), values[3] + values[4]  # all, idle + iowait
+
+    try:
+        total0, idle0 = read()
+        time.sleep(seconds)
+        total1, idle1 = read()
+    except (OSError, ValueError, IndexError):
+        return None
+    total = total1 - total0
+    return round((total - (idle1 - idle0)) / total * (os.cpu_count() or 1), 2) if total > 0 else None
 
 
 def venv_python(name: str) -> Path:
@@ -276,9 +305,11 @@ class Server:
     def __init__(self, target: Target, python: str, env: dict[str, str], cwd: Path, pin: bool, core: int = 0) -> None:
         self.target = target
         self.port = free_port()
+        factory: list[str] = []
         if target.kind in ("dj", "floor"):
             app = "bench.djbench.asgi:application"
-            factory: list[str] = []
+        elif target.kind == "mcpz":
+            app = "bench.mcpz.asgi:application"
         else:
             app = f"bench.servers.{'fastmcp' if target.kind == 'fastmcp' else 'sdk'}_server:app"
             factory = ["--factory"]
@@ -396,6 +427,11 @@ class Bench:
         self.pin = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
         self.records: list[dict[str, Any]] = []
         self.notes: list[str] = []
+        # Before each block, with none of this run's processes busy, the cores the rest of the machine
+        # keeps busy; above QUIET_CORES the block waits (at most QUIET_WAIT_S, QUIET_BUDGET_S in all).
+        self.others_busy: float | None = None
+        self.quiet_budget = 0.0 if args.smoke else QUIET_BUDGET_S
+        self.quiet_waited = 0.0
         self.skipped: dict[str, str] = {}
         self.started = time.monotonic()
 
@@ -411,13 +447,13 @@ class Bench:
             # No venv is built: the interpreter running the smoke test serves django_mcp and the floor;
             # fastmcp / SDK run only if their venvs were built by an earlier full run.
             self.pythons["harness"] = sys.executable
-            for name in ("fastmcp", "sdk"):
+            for name in ("fastmcp", "sdk", "mcpz"):
                 if (VENVS / name / ".bench-stamp").exists():
                     self.pythons[name] = str(venv_python(name))
         else:
             base = find_python()
             VENVS.mkdir(parents=True, exist_ok=True)
-            for name in ("harness", "fastmcp", "sdk"):
+            for name in ("harness", "fastmcp", "sdk", "mcpz"):
                 ok, note = ensure_venv(name, base)
                 log(f"venv {name}: {note}")
                 if ok:
@@ -457,7 +493,7 @@ class Bench:
         if self.smoke and target.kind in ("dj", "floor") and target.server != "daphne":
             return "smoke runs serve django_mcp and the floor with daphne only"
         if self.smoke and not self.smoke_scenarios(target):
-            return "no smoke scenario (smoke runs tools/call only on fastmcp and the SDK)"
+            return "no smoke scenario (smoke runs tools/call only on fastmcp, the SDK and django-mcpz)"
         return None
 
     def smoke_scenarios(self, target: Target) -> set[str]:
@@ -476,6 +512,8 @@ class Bench:
                 env.update(PG, BENCH_DB="postgres", BENCH_REDIS=REDIS_URL)
             else:
                 env["BENCH_SQLITE"] = str(WORK / f"{target.server}.sqlite3")
+        elif target.kind == "mcpz":
+            env["DJANGO_SETTINGS_MODULE"] = "bench.mcpz.settings"
         env.update(extra or {})
         return env
 
@@ -490,7 +528,7 @@ class Bench:
                 "-m",
                 "bench.seed",
                 *command,
-                *(["--out", str(out)] if command[0] == "reset" else []),
+                *(["--out", str(out)] if command[0] in ("reset", "pgstats") else []),
             ],
             cwd=self.src,
             env=self.env_for(target),
@@ -500,7 +538,7 @@ class Bench:
         )
         if run.returncode != 0:
             raise RuntimeError(f"seed {' '.join(command)} failed: {run.stderr[-1500:]}")
-        if command[0] != "reset":
+        if command[0] not in ("reset", "pgstats"):
             return {}
         data = json.loads(out.read_text())
         out.unlink()
@@ -529,6 +567,10 @@ class Bench:
             "scenario": scenario,
             "concurrency": concurrency,
             **extra,
+            # The machine's 1-minute load average after the point: this run keeps about 2 busy (a
+            # server and the load generator); more means other work on the machine shared its cores.
+            "loadavg": round(os.getloadavg()[0], 2),
+            "others_busy_cores": self.others_busy,
             "result": result,
         }
         self.records.append(entry)
@@ -541,6 +583,17 @@ class Bench:
             summary = f"lag p50 {lag['p50']} ms p99 {lag['p99']} ms, {result.get('requests_per_task')} req/task"
         elif "cancel_seen_ms" in result:
             summary = f"cancel seen p50 {result['cancel_seen_ms']['p50']} ms p99 {result['cancel_seen_ms']['p99']} ms"
+        elif "parked_queries_per_min" in result:
+            summary = (
+                f"{result['parked']} parked: {result['parked_queries_per_min']} statements/min "
+                f"(idle {result['idle_queries_per_min']}), {result['queries_per_min_per_task']} per task per min"
+            )
+        elif "retained_kb_per_task" in result:
+            summary = (
+                f"retained {result['retained_kb_per_task']} KB/task ({result['retained_created']}; first batch "
+                f"{result['first_batch_kb_per_task']}), running {result['running_kb_per_task']} KB/task "
+                f"({result['running_created']})"
+            )
         if result.get("errors"):
             summary += f"  errors {result['errors']}: {result.get('sample_error')}"
         if result.get("failed") or result.get("unsupported"):
@@ -814,11 +867,6 @@ class Bench:
                 "sample_error": first.get("sample_error") or second.get("sample_error") or running.get("sample_error"),
             }
             self.record(target, 1, "memory", None, result)
-            log(
-                f"  {target.name:<26} memory: retained {result['retained_kb_per_task']} KB/task "
-                f"({result['retained_created']}; first batch {result['first_batch_kb_per_task']}), "
-                f"running {result['running_kb_per_task']} KB/task ({result['running_created']})"
-            )
         finally:
             server.stop(kill=True)  # thousands of sleeping tasks: no graceful shutdown wanted
             if target.kind == "dj":
@@ -828,7 +876,124 @@ class Bench:
                 with contextlib.suppress(Exception):
                     self.seed(target, ["redis-clean", "--url", DOCKET_REDIS_URL, "--prefix", docket_name], timeout=120)
 
+    def block_parked(self, target: Target) -> None:
+        """SQL statements per minute while ``parked_tasks`` tasks wait in ``input_required``.
+
+        The server counts every statement it sends (``BENCH_COUNT_QUERIES=1``, ``/bench/queries/``).
+        First ``parked_idle_s`` with no task (the maintenance loop alone), then ``parked_tasks`` tasks of
+        the ``ask`` tool are created and seen ``input_required``, and after 2 s of settling the
+        statements of the next ``parked_window_s`` (no client traffic) are counted. The per-task figure
+        is (parked − idle) statements per minute / parked tasks: ~0 when only the maintenance loop's
+        batched queries run; a per-task poll at any useful rate would make it ≥ 1. On PostgreSQL the
+        database's own ``xact_commit`` delta of the window (every client of that database) is shown too.
+        """
+        s = self.scale
+        self.seed(target, ["clear"])
+        server = self.start(target, {"BENCH_COUNT_QUERIES": "1"})
+        try:
+            base = self.base_job(server)
+
+            def counted() -> dict[str, Any]:
+                answer = self.job(
+                    {"kind": "probe", **base, "path": "/bench/queries/", "request": {"method": "bench", "params": {}}},
+                    10,
+                )
+                data = json.loads(answer.get("body") or "{}")
+                if not data.get("enabled"):
+                    raise RuntimeError(f"the server does not count its queries: {answer}")
+                return data
+
+            def per_minute(a: dict[str, Any], b: dict[str, Any]) -> float:
+                return round((b["total"] - a["total"]) * 60 / max(b["at"] - a["at"], 1e-9), 2)
+
+            def statements(a: dict[str, Any], b: dict[str, Any]) -> dict[str, int]:
+                grown = {k: n - a["by_statement"].get(k, 0) for k, n in b["by_statement"].items()}
+                return {k: n for k, n in sorted(grown.items(), key=lambda kv: -kv[1]) if n > 0}
+
+            time.sleep(1.0)
+            idle0 = counted()
+            time.sleep(s.parked_idle_s)
+            idle1 = counted()
+            made = self.job(
+                {
+                    "kind": "create_many",
+                    **base,
+                    "count": s.parked_tasks,
+                    "concurrency": 16,
+                    "tool": "ask",
+                    "capabilities": {"elicitation": {}},
+                    "max_seconds": s.parked_create_cap_s,
+                    "wait_terminal": True,
+                    "wait_for": ["input_required"],
+                    "wait_seconds": 90,
+                    "return_ids": 1,
+                },
+                s.parked_create_cap_s + 120,
+            )
+            parked = made.get("created") or 0
+            if made.get("errors") or made.get("unfinished") or made.get("last_status") != "input_required":
+                raise RuntimeError(f"could not park {s.parked_tasks} tasks: {made}")
+            time.sleep(2.0)
+            pg0 = self.seed(target, ["pgstats"], timeout=60) if target.pg else {}
+            parked0 = counted()
+            time.sleep(s.parked_window_s)
+            parked1 = counted()
+            pg1 = self.seed(target, ["pgstats"], timeout=60) if target.pg else {}
+            still = self.job(
+                {
+                    "kind": "probe",
+                    **base,
+                    "request": {"method": "tasks/get", "params": {"taskId": made["ids"][0]}, "tasks": True},
+                },
+                10,
+            )
+            idle_rate, parked_rate = per_minute(idle0, idle1), per_minute(parked0, parked1)
+            result: dict[str, Any] = {
+                "parked": parked,
+                "parked_create_rps": made.get("rps"),
+                "still_parked": '"status":"input_required"' in (still.get("body") or ""),
+                "idle_s": round(idle1["at"] - idle0["at"], 1),
+                "window_s": round(parked1["at"] - parked0["at"], 1),
+                "idle_queries_per_min": idle_rate,
+                "parked_queries_per_min": parked_rate,
+                "queries_per_min_per_task": round((parked_rate - idle_rate) / parked, 4) if parked else None,
+                "idle_statements": statements(idle0, idle1),
+                "parked_statements": statements(parked0, parked1),
+                "errors": made.get("errors") or 0,
+            }
+            if pg0 and pg1:
+                seconds = max(pg1["at"] - pg0["at"], 1e-9)
+                result["pg_xact_commit_per_min"] = round((pg1["xact_commit"] - pg0["xact_commit"]) * 60 / seconds, 2)
+                result["pg_task_table_scans_per_min"] = round((pg1["task_scans"] - pg0["task_scans"]) * 60 / seconds, 2)
+            self.record(target, 1, "parked", None, result)
+        finally:
+            server.stop(kill=True)  # a thousand parked tasks: no graceful shutdown wanted
+            with contextlib.suppress(Exception):
+                self.seed(target, ["clear"])
+
+    def wait_quiet(self) -> None:
+        """Wait (bounded) until other work on the machine leaves the cores alone; note what it was."""
+        started = time.monotonic()
+        while True:
+            busy = busy_cores(1.0)
+            self.others_busy = busy
+            waited = time.monotonic() - started
+            if (
+                busy is None
+                or busy <= QUIET_CORES
+                or waited >= QUIET_WAIT_S
+                or self.quiet_waited + waited >= self.quiet_budget
+            ):
+                break
+            time.sleep(2.0)
+        waited = time.monotonic() - started - 1.0
+        if waited > 0.5:
+            self.quiet_waited += waited
+            log(f"  waited {waited:.0f} s for other work on the machine ({busy} cores busy at the end)")
+
     def guarded(self, what: str, target: Target, fn: Any, *args: Any) -> None:
+        if not self.smoke:
+            self.wait_quiet()
         try:
             fn(target, *args)
         except Exception as exc:  # one target failing must not end the run; it is recorded
@@ -874,6 +1039,14 @@ class Bench:
             )
             for target in mem:
                 self.guarded("memory", target, self.block_memory)
+        if not self.smoke and "parked" in phases:
+            parked = [t for t in self.targets if t.kind == "dj" and t.server == "uvicorn"]
+            log(
+                f"parked phase: SQL statements per minute with {s.parked_tasks} tasks in input_required "
+                f"({s.parked_window_s:.0f} s window, {s.parked_idle_s:.0f} s idle before)"
+            )
+            for target in parked:
+                self.guarded("parked", target, self.block_parked)
         if pg and not self.smoke and "big" in phases:
             log(f"big phase: {s.seed_big} tasks stored (PostgreSQL)")
             try:
@@ -908,6 +1081,7 @@ class Bench:
                 "machine": machine(),
                 **self.source,
                 "wall_clock_s": round(wall, 1),
+                "waited_for_quiet_s": round(self.quiet_waited, 1),
                 "pinned": self.pin,
                 "pythons": self.pythons,
                 "versions": self.versions(),
@@ -934,6 +1108,7 @@ class Bench:
             "harness": ["django", "django-ninja", "channels", "channels-redis", "daphne", "uvicorn", "psycopg"],
             "fastmcp": ["fastmcp", "fastmcp-tasks", "mcp", "pydocket", "uvicorn"],
             "sdk": ["mcp", "uvicorn"],
+            "mcpz": ["django-mcpz", "django", "msgspec", "uvicorn"],
         }
         for venv, names in packages.items():
             python = self.pythons.get(venv)
@@ -958,8 +1133,8 @@ def main() -> None:
     parser.add_argument("--targets", help="comma-separated substrings of target names to run (default all)")
     parser.add_argument(
         "--phases",
-        default="main,xworker,memory,big",
-        help="comma-separated phases to run (default all: main,xworker,memory,big)",
+        default="main,xworker,memory,parked,big",
+        help="comma-separated phases to run (default all: main,xworker,memory,parked,big)",
     )
     parser.add_argument(
         "--work", help="scratch directory: SQLite files, logs, the source snapshot (default bench/.work/)"

@@ -5,11 +5,13 @@ Run by the harness in its venv with the same environment as the django_mcp serve
 
     python -m bench.seed reset --tasks 1000000 --sample 2000 --out ids.json
     python -m bench.seed redis-clean --url redis://127.0.0.1:6379/5 --prefix bench-abc
+    python -m bench.seed pgstats --out stats.json
 
 On PostgreSQL the rows are made by one ``INSERT ... SELECT FROM generate_series`` in the server
 (no rows cross the wire), in the ``bench`` schema of the database (``search_path``), so nothing
 else in that database is touched. SQLite gets a ``bulk_create``. Every row is a ``completed``
 ``instant`` task owned by ``anonymous`` (the bench client's binding), like the ones the API makes.
+The caps' counter rows (``TaskQuota``) are set to the rows written, as the store would have kept them.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.djbench.settings")
 SCHEMA = "bench"
 
 
-def _setup() -> None:
+def _setup(migrate: bool = True) -> None:
     if os.environ.get("BENCH_DB") == "postgres":
         import psycopg
 
@@ -44,6 +46,8 @@ def _setup() -> None:
     import django
 
     django.setup()
+    if not migrate:  # pgstats: no statement of its own before the reading
+        return
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0, interactive=False)
@@ -57,7 +61,7 @@ def reset(tasks: int, sample: int) -> dict:
     """
     from django.db import connection
 
-    from django_mcp.tasks.models import Task
+    from django_mcp.tasks.models import Task, TaskQuota
 
     started = time.monotonic()
     template = Task.objects.order_by("-created_at").first()
@@ -103,6 +107,9 @@ def reset(tasks: int, sample: int) -> dict:
             cursor.execute(f"DELETE FROM {table}")
             Task.objects.bulk_create(rows, batch_size=2000)
             ids = [str(t.id) for t in rows[:sample]]
+    # The rows were written outside the store: the server's counter is what the store would have kept.
+    TaskQuota.objects.all().delete()
+    TaskQuota.objects.create(scope=template.scope, owner="", count=tasks)
     return {"tasks": tasks, "owner": template.owner, "ids": ids, "seconds": round(time.monotonic() - started, 2)}
 
 
@@ -110,11 +117,31 @@ def clear() -> None:
     """Delete every task (the memory and cross-worker scenarios start from an empty table)."""
     from django.db import connection
 
+    from django_mcp.tasks.models import Task, TaskQuota
+
+    with connection.cursor() as cursor:
+        for model in (Task, TaskQuota):
+            table = connection.ops.quote_name(model._meta.db_table)
+            cursor.execute(f"TRUNCATE {table}" if connection.vendor == "postgresql" else f"DELETE FROM {table}")
+
+
+def pgstats() -> dict:
+    """The database's committed transactions and the scans of the task table (pg_stat_*; PostgreSQL only)."""
+    from django.db import connection
+
     from django_mcp.tasks.models import Task
 
     with connection.cursor() as cursor:
-        table = connection.ops.quote_name(Task._meta.db_table)
-        cursor.execute(f"TRUNCATE {table}" if connection.vendor == "postgresql" else f"DELETE FROM {table}")
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+        (commits,) = cursor.fetchone()
+        cursor.execute(
+            "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables "
+            "WHERE schemaname = %s AND relname = %s",
+            [SCHEMA, Task._meta.db_table],
+        )
+        row = cursor.fetchone()
+    return {"xact_commit": int(commits), "task_scans": int(row[0]) if row else 0, "at": time.time()}
 
 
 def redis_clean(url: str, prefix: str) -> int:
@@ -138,6 +165,7 @@ def main() -> None:
     r.add_argument("--tasks", type=int, default=1000)
     r.add_argument("--sample", type=int, default=1000)
     r.add_argument("--out", required=True)
+    sub.add_parser("pgstats").add_argument("--out", required=True)
     c = sub.add_parser("redis-clean")
     c.add_argument("--url", required=True)
     c.add_argument("--prefix", required=True)
@@ -145,9 +173,12 @@ def main() -> None:
     if args.command == "redis-clean":
         print(json.dumps({"removed": redis_clean(args.url, args.prefix)}))
         return
-    _setup()
+    _setup(migrate=args.command != "pgstats")
     if args.command == "clear":
         clear()
+    if args.command == "pgstats":
+        with open(args.out, "w") as fh:
+            json.dump(pgstats(), fh)
     if args.command == "reset":
         result = reset(args.tasks, args.sample)
         with open(args.out, "w") as fh:

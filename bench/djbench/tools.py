@@ -1,14 +1,18 @@
-"""The bench tools: a sync echo, an instant task, a task that sleeps ``ms`` milliseconds."""
+"""The bench tools: a sync echo, an instant task, a task that sleeps ``ms`` milliseconds, a task that parks.
+
+The task tools are declarative (``task_support``): when the client declared the tasks extension the
+body runs as the task (``request.task`` is its ``TaskContext``), otherwise it runs in the request.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from django_mcp import McpRequest, ToolRegistry
-from django_mcp.tasks import TaskContext, astart_task, can_create_task
+from django_mcp import McpRequest, ToolRegistry, elicit
 
 tools = ToolRegistry(name="bench")
+
+GO_ON = {"type": "object", "properties": {"go": {"type": "boolean"}}}
 
 
 @tools.register
@@ -18,26 +22,20 @@ def echo(request: McpRequest, text: str) -> str:
 
 
 @tools.register(task_support="optional")
-async def instant(request: McpRequest) -> Any:
+async def instant(request: McpRequest) -> str:
     """A task that finishes at once."""
-    if not can_create_task(request):
-        return "done"
-
-    async def run(task: TaskContext) -> str:
-        return "done"
-
-    return await astart_task(request, run=run)
+    return "done"
 
 
 @tools.register(task_support="optional")
-async def sleep(request: McpRequest, ms: int = 200) -> Any:
+async def sleep(request: McpRequest, ms: int = 200) -> str:
     """A task that sleeps ``ms`` milliseconds."""
-    if not can_create_task(request):
-        await asyncio.sleep(ms / 1000)
-        return "slept"
+    await asyncio.sleep(ms / 1000)
+    return "slept"
 
-    async def run(task: TaskContext) -> str:
-        await asyncio.sleep(ms / 1000)
-        return "slept"
 
-    return await astart_task(request, run=run)
+@tools.register(task_support="required")
+async def ask(request: McpRequest) -> str:
+    """A task that parks in ``input_required`` until the client answers (the "parked tasks" scenario)."""
+    await request.aask({"go": elicit("Go on?", GO_ON)})
+    return "answered"

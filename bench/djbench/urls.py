@@ -1,4 +1,7 @@
-"""``/mcp/``: the django_mcp bench server. ``/floor/``: a bare async view answering fixed bytes."""
+"""``/mcp/``: the django_mcp bench server. ``/floor/``: a bare async view answering fixed bytes.
+
+``/bench/queries/``: how many SQL statements this process sent (only counted with ``BENCH_COUNT_QUERIES=1``).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django_mcp import McpServer
 from django_mcp.tasks import McpTasks
 
+from .querycount import queries
 from .tools import tools
 
 server = McpServer(
@@ -43,4 +47,5 @@ async def floor(request: HttpRequest) -> HttpResponse:
 urlpatterns = [
     path("mcp/", server.urls),
     path("floor/", floor),
+    path("bench/queries/", queries),  # the SQL statements this process sent (BENCH_COUNT_QUERIES=1)
 ]
