@@ -223,3 +223,77 @@ def check_session_cache(
             id="django_mcp.W007",
         )
     ]
+
+
+@register(Tags.security)
+def check_allowed_hosts(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """W008: ``ALLOWED_HOSTS`` accepts any host outside DEBUG and ``ALLOWED_ORIGINS`` lists no origin.
+
+    The same-origin rule compares the Origin with the Host header; with ``"*"`` a DNS-rebinding page
+    chooses both, so django-mcp then trusts listed origins only (``views.origin_allowed``).
+    """
+    if settings.DEBUG or "*" not in getattr(settings, "ALLOWED_HOSTS", []):
+        return []
+    try:
+        mcp = validate_settings()
+    except Exception:  # reported by E001/E002
+        return []
+    if mcp.ALLOWED_ORIGINS:  # explicit origins, or "*" (check W003)
+        return []
+    return [
+        checks.Warning(
+            "ALLOWED_HOSTS contains '*': the Host header is whatever the client sends, so a browser request "
+            "cannot be told same-origin (a DNS-rebinding page chooses both Origin and Host). django-mcp refuses "
+            f"every request with an Origin header (403) unless {SETTINGS_NAME}['ALLOWED_ORIGINS'] lists it.",
+            hint="List your domains in ALLOWED_HOSTS, or the origins of the browser clients you trust in "
+            f"{SETTINGS_NAME}['ALLOWED_ORIGINS'] (e.g. ['https://app.example.com']). Clients that send no "
+            "Origin (SDKs, CLIs, servers) are not affected.",
+            obj="ALLOWED_HOSTS",
+            id="django_mcp.W008",
+        )
+    ]
+
+
+POOL_WAIT_LIMIT_SECONDS = 10.0
+"""Check W011: the longest a PostgreSQL pool may make a request wait, or back off reconnecting."""
+_PSYCOPG_POOL_DEFAULTS = {"timeout": 30.0, "reconnect_timeout": 300.0}
+
+
+@register(Tags.database)
+def check_database_pool(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """W011: a PostgreSQL connection pool that waits long for a database that is down.
+
+    psycopg's defaults make each request wait 30 s for a connection before it can answer 503, and back
+    off reconnecting for up to 300 s, so service resumes long after the database is back.
+    """
+    messages: list[CheckMessage] = []
+    for alias, db in settings.DATABASES.items():
+        engine = str(db.get("ENGINE", ""))
+        pool = (db.get("OPTIONS") or {}).get("pool")
+        if not pool or not ("postgresql" in engine or "postgis" in engine):
+            continue
+        options = {**_PSYCOPG_POOL_DEFAULTS, **(pool if isinstance(pool, dict) else {})}
+        try:
+            timeout, reconnect = float(options["timeout"]), float(options["reconnect_timeout"])
+        except (TypeError, ValueError):  # psycopg reports those itself
+            continue
+        if timeout <= POOL_WAIT_LIMIT_SECONDS and reconnect <= POOL_WAIT_LIMIT_SECONDS:
+            continue
+        messages.append(
+            checks.Warning(
+                f"Database {alias!r}: while the database is down its connection pool makes each request wait up "
+                f"to {timeout:g} s before it can answer 503, and backs off reconnecting for up to {reconnect:g} s, "
+                "so service resumes late once it is back.",
+                hint='Set OPTIONS = {"pool": {"timeout": 5, "reconnect_timeout": 5}, "connect_timeout": 3} '
+                "(both pool values at most "
+                f"{POOL_WAIT_LIMIT_SECONDS:g} s): requests then answer -32603 'Database unavailable' (HTTP 503) "
+                "within 5 s and service resumes within a second or two of the database returning.",
+                obj=alias,
+                id="django_mcp.W011",
+            )
+        )
+    return messages

@@ -53,6 +53,12 @@ class McpSettings(BaseModel):
     PROTOCOL_VERSIONS: tuple[str, ...] = (PROTOCOL_VERSION, *HANDSHAKE_VERSIONS)
     SESSION_CACHE: str = Field(default="default", min_length=1)
     SESSION_TTL_SECONDS: int = Field(default=3600, gt=0)
+    LISTEN_MAX_STREAMS_PER_PRINCIPAL: int | None = Field(default=100, ge=1)
+    LISTEN_MAX_STREAMS: int | None = Field(default=10_000, ge=1)
+    LISTEN_LAYER_CHECK_SECONDS: float = Field(default=5.0, gt=0)
+    LISTEN_LAYER_TIMEOUT_SECONDS: float = Field(default=5.0, gt=0)
+    LISTEN_WRITES_PER_SECOND: int | None = Field(default=1000, ge=1)
+    LISTEN_FANOUT: Literal["auto", "process", "stream"] = "auto"
 
     @field_validator("PROTOCOL_VERSIONS")
     @classmethod

@@ -25,7 +25,8 @@ from .protocol.jsonrpc import WireJSONEncoder, error_response, parse_json, resul
 from .protocol.ladder import PROTOCOL_VERSION, Rejection, admit, check_media_types, check_origin
 from .server.context import McpRequest
 from .server.lifecycle import lifecycle
-from .server.listen import ListenStream
+from .server.listen import ListenStream, admit_stream
+from .server.notify import throttle
 
 if TYPE_CHECKING:
     from .endpoint import McpServer
@@ -93,6 +94,7 @@ async def handle_session_request(server: McpServer, request: HttpRequest) -> Htt
             )
         await server.started()
         stream = await handshake.open_stream(server, request, headers)
+        admit_stream(stream, handshake.principal(server, request))
     except Rejection as rejection:
         return _error(rejection.error, rejection.request_id)
     except McpJsonRpcError as exc:
@@ -112,19 +114,24 @@ def _error(exc: McpJsonRpcError, request_id: str | int | None) -> JsonResponse:
     return _json(error_response(request_id, exc), exc.http_status)
 
 
-def _database_unavailable(exc: Exception) -> McpJsonRpcError:
-    # The driver's text (SQL fragments, hosts) is logged, never sent.
-    logger.warning("Database unavailable: %s", exc)
+def _database_unavailable(exc: Exception, method: str | None = None) -> McpJsonRpcError:
+    # The driver's text (SQL fragments, hosts) is logged, never sent; during an outage, once a minute.
+    throttle.log(logger, logging.WARNING, "database", "Database unavailable (serving %s): %s", method or "-", exc)
     return McpJsonRpcError(INTERNAL_ERROR, "Database unavailable: try again shortly", http_status=503)
 
 
 def origin_allowed(origin: str, request: HttpRequest) -> bool:
-    """Same-origin, listed in ``ALLOWED_ORIGINS`` (``"*"`` for any), or loopback under DEBUG."""
+    """Same-origin, listed in ``ALLOWED_ORIGINS`` (``"*"`` for any), or loopback under DEBUG.
+
+    Same-origin compares the Origin with the Host header, which only means something when
+    ``ALLOWED_HOSTS`` pins the host: with ``"*"`` there a DNS-rebinding page chooses both, so then
+    only the listed origins (and loopback under DEBUG) pass (check ``django_mcp.W008``).
+    """
     allowed = get_settings().ALLOWED_ORIGINS
     if "*" in allowed or origin in allowed:
         return True
     parts = urlsplit(origin)
-    if parts.netloc and parts.netloc == request.get_host():
+    if parts.netloc and parts.netloc == request.get_host() and "*" not in django_settings.ALLOWED_HOSTS:
         return True
     return bool(django_settings.DEBUG and parts.hostname in _LOOPBACK)
 
@@ -289,8 +296,7 @@ async def _outcome(
     except asyncio.CancelledError:
         raise
     except (OperationalError, InterfaceError) as exc:
-        logger.error("Database unavailable serving %s: %s", context.method, exc)
-        return error_response(context.id, _database_unavailable(exc)), 503
+        return error_response(context.id, _database_unavailable(exc, context.method)), 503
     except Exception:
         logger.exception("Internal error serving %s", context.method)
         return error_response(context.id, McpJsonRpcError(INTERNAL_ERROR, "Internal error")), 200

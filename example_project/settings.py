@@ -77,7 +77,7 @@ def _databases() -> dict:
                 "PASSWORD": os.environ.get("PGPASSWORD", ""),
                 "HOST": os.environ.get("PGHOST", "127.0.0.1"),
                 "PORT": os.environ.get("PGPORT", "5432"),
-                "OPTIONS": {"pool": True},
+                "OPTIONS": {"pool": {"timeout": 5, "reconnect_timeout": 5}, "connect_timeout": 3},
             }
         }
     return {

@@ -1,10 +1,20 @@
-"""Change notifications through the Channels layer, so every server process hears them."""
+"""Change notifications through the Channels layer, so every server process hears them.
+
+Publishing is best-effort and bounded: :func:`abroadcast` never raises and gives up after
+``LISTEN_LAYER_TIMEOUT_SECONDS``. A failed publish is not silent for the listen streams it was
+meant for: the failure listeners (the listen streams' layer watch, ``listen.py``) end the local
+streams of that group with an error and check the layer at once. Repeated failures during an outage
+log a bounded number of lines (:class:`Throttle`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import logging
+import threading
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
@@ -12,6 +22,7 @@ from channels.layers import get_channel_layer
 from django.apps import apps
 from django.conf import settings
 
+from ..conf import get_settings
 from ..protocol.jsonrpc import notification
 
 if TYPE_CHECKING:
@@ -27,6 +38,115 @@ _LIST_CHANGED = {
 }
 _background: set[asyncio.Task[None]] = set()
 
+FailureListener = Callable[[str, BaseException], None]
+_failure_listeners: list[FailureListener] = []
+
+REPEAT_WINDOW_SECONDS = 60.0
+"""During an outage, each kind of failure logs its first occurrence, then at most one line per window."""
+
+
+class Throttle:
+    """A log line per key at most once per ``window`` seconds, saying how many were held back since.
+
+    ``log`` answers whether it logged. ``recovered`` logs one line when a failing key works again.
+    """
+
+    def __init__(self, window: float = REPEAT_WINDOW_SECONDS) -> None:
+        self.window = window
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+        self._failures: dict[str, int] = {}
+        self._lock = threading.Lock()  # broadcast() may run in any thread
+
+    def log(self, log: logging.Logger, level: int, key: str, message: str, *args: Any, exc_info: Any = None) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            self._failures[key] = self._failures.get(key, 0) + 1
+            last = self._last.get(key)
+            if last is not None and now - last < self.window:
+                self._held[key] = self._held.get(key, 0) + 1
+                return False
+            held = self._held.pop(key, 0)
+            self._last[key] = now
+            first = last is None
+        if held:
+            message += " (%d more like this in the last %.0f s)"
+            args = (*args, held, now - last if last is not None else 0.0)
+        # A traceback only the first time: the repeats are the same story.
+        log.log(level, message, *args, exc_info=exc_info if first else None)
+        return True
+
+    def recovered(self, log: logging.Logger, key: str, message: str) -> None:
+        with self._lock:
+            failures = self._failures.pop(key, 0)
+            self._last.pop(key, None)
+            self._held.pop(key, None)
+        if failures:
+            log.warning("%s (after %d failure(s))", message, failures)
+
+    def failing(self, key: str) -> bool:
+        return key in self._failures
+
+    def reset(self) -> None:
+        """Forget every failure (tests: each sees the first failure of its outage)."""
+        with self._lock:
+            self._last.clear()
+            self._held.clear()
+            self._failures.clear()
+
+
+throttle = Throttle()
+"""The throttle of every repeated failure django_mcp logs about the channel layer."""
+
+
+class RepeatFilter(logging.Filter):
+    """A logging filter: a record whose message template was seen within ``window`` seconds is dropped.
+
+    The next record that passes says how many were dropped. django_mcp puts one on the
+    ``channels_redis.pubsub`` logger (see :func:`quiet_layer_logs`), whose receive loop logs a traceback
+    every second while Redis is unreachable, and one per channel cleaned up during an outage.
+    """
+
+    def __init__(self, window: float = REPEAT_WINDOW_SECONDS) -> None:
+        super().__init__()
+        self.window = window
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = str(record.msg)
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last < self.window:
+                self._held[key] = self._held.get(key, 0) + 1
+                return False
+            self._last[key] = now
+            held = self._held.pop(key, 0)
+        if held:
+            record.msg = f"{record.msg} ({held} more like this in the last {now - (last or now):.0f} s, not logged)"
+            record.exc_info = None  # the same traceback as the first one
+            record.exc_text = None
+        return True
+
+
+_LAYER_LOGGERS = ("channels_redis.pubsub",)
+
+
+def quiet_layer_logs() -> None:
+    """Put a :class:`RepeatFilter` on the channel layer libraries' loggers (once)."""
+    for name in _LAYER_LOGGERS:
+        layer_logger = logging.getLogger(name)
+        if not any(isinstance(f, RepeatFilter) for f in layer_logger.filters):
+            layer_logger.addFilter(RepeatFilter())
+
+
+def on_publish_failure(listener: FailureListener) -> None:
+    """Call ``listener(group, exc)`` (on the publishing loop) whenever a publish to ``group`` fails."""
+    if listener not in _failure_listeners:
+        _failure_listeners.append(listener)
+
 
 def has_channel_layer() -> bool:
     """Whether a default channel layer is configured (without it there are no notifications)."""
@@ -39,14 +159,44 @@ def resource_group(uri: str) -> str:
 
 
 async def abroadcast(group: str, message: dict[str, Any]) -> None:
-    """Send a notification to every listen stream in ``group``, in every process. Never raises."""
+    """Send a notification to every listen stream in ``group``, in every process. Never raises.
+
+    Gives up after ``LISTEN_LAYER_TIMEOUT_SECONDS`` (a hung Redis must not hang the caller). A failure
+    ends this process's listen streams of ``group`` with an error (they missed the notification) and
+    has the layer checked at once.
+    """
     layer = get_channel_layer()
     if layer is None:
         return
+    quiet_layer_logs()
     try:
-        await layer.group_send(group, {"type": MESSAGE_TYPE, "message": message})
-    except Exception:  # the layer is best-effort; the caller's work must not fail with it
-        logger.warning("Could not publish %s to %s", message.get("method"), group, exc_info=True)
+        async with asyncio.timeout(get_settings().LISTEN_LAYER_TIMEOUT_SECONDS):
+            await layer.group_send(group, {"type": MESSAGE_TYPE, "message": message})
+    except Exception as exc:  # the layer is best-effort; the caller's work must not fail with it
+        throttle.log(
+            logger,
+            logging.WARNING,
+            "publish",
+            "Could not publish %s to %s through the channel layer: %s",
+            message.get("method"),
+            group,
+            _describe(exc),
+            exc_info=exc,
+        )
+        for listener in list(_failure_listeners):
+            try:
+                listener(group, exc)
+            except Exception:  # a listener must not turn a logged failure into a raised one
+                logger.exception("A publish-failure listener failed")
+        return
+    if throttle.failing("publish"):
+        throttle.recovered(logger, "publish", "Publishing through the channel layer works again")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {get_settings().LISTEN_LAYER_TIMEOUT_SECONDS} s"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def broadcast(group: str, message: dict[str, Any]) -> None:

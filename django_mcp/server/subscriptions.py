@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import META_SERVER_INFO
 from .context import McpRequest
-from .listen import ListenStream
+from .listen import ListenStream, admit_stream
 from .notify import has_channel_layer, resource_group
 from .params import ListenParams
 from .registry import Registry
@@ -52,7 +53,7 @@ async def listen(context: ServerContext, request: McpRequest, params: ListenPara
     settings = get_settings()
     options = context.options
     assert request.id is not None  # requests always have one; notifications never get here
-    return ListenStream(
+    stream = ListenStream(
         request.id,
         honoured,
         groups,
@@ -61,3 +62,13 @@ async def listen(context: ServerContext, request: McpRequest, params: ListenPara
         keepalive_seconds=settings.LISTEN_KEEPALIVE_SECONDS,
         queue_size=settings.LISTEN_QUEUE_SIZE,
     )
+    return admit_stream(stream, principal_digest(request.namespace, request.principal_key))
+
+
+def principal_digest(namespace: str, principal_key: str) -> str:
+    """Who holds a listen stream, as the listen limits count it: a digest (a principal may be a secret).
+
+    The same naming as a handshake-era session's owner, so a client's POST listen streams and its
+    GET streams share one limit.
+    """
+    return hashlib.sha256(f"{namespace}\0{principal_key}".encode()).hexdigest()

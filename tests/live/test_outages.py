@@ -1,0 +1,473 @@
+"""Outages of Redis and PostgreSQL under real daphne workers, driven over HTTP as a client would.
+
+Self-contained: starts a private PostgreSQL cluster (``initdb``/``postgres`` from
+``/usr/lib/postgresql/*/bin``, in a temporary directory, on a free port) and a private
+``redis-server`` on a free port, so stopping them disturbs nothing else; the machine's PostgreSQL
+and Redis are never touched. Every process started here is stopped by PID. Skipped without the
+PostgreSQL server binaries or ``redis-server``.
+
+The workers run ``tests.settings`` through a settings module written to the temporary directory,
+which takes database settings and extra ``DJANGO_MCP`` keys from the environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.live.servers import ROOT, free_port, server_process_handle
+from tests.wire import headers_for, request_body
+
+PG_BIN = next(iter(sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)), "")
+
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(not os.path.exists(f"{PG_BIN}/postgres"), reason="needs the PostgreSQL server binaries"),
+    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),
+    pytest.mark.timeout(300),
+]
+
+EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+TENANT = {"X-Tenant": "outage"}
+CHECK = 1.0  # LISTEN_LAYER_CHECK_SECONDS of the workers here
+TIMEOUT = 1.0  # LISTEN_LAYER_TIMEOUT_SECONDS
+# The README's recommendation for PostgreSQL (check W011): answer 503 within 5 s, resume within seconds.
+RECOMMENDED = {
+    "CONN_MAX_AGE": 0,
+    "CONN_HEALTH_CHECKS": True,
+    "OPTIONS": {"pool": {"timeout": 5, "reconnect_timeout": 5}, "connect_timeout": 3},
+}
+POOL_TIMEOUT = RECOMMENDED["OPTIONS"]["pool"]["timeout"]  # type: ignore[index]
+FIGURES: dict[str, Any] = {}
+FIGURES_FILE = Path(os.environ.get("DJANGO_MCP_OUTAGE_FIGURES", "/tmp/django-mcp-outage-figures.json"))
+
+SETTINGS = """
+import json, os
+from tests.settings import *  # noqa: F403
+
+DATABASES["default"].update(json.loads(os.environ.get("OUTAGE_DATABASE", "{}")))  # noqa: F405
+DJANGO_MCP = {**DJANGO_MCP, **json.loads(os.environ.get("OUTAGE_DJANGO_MCP", "{}"))}  # noqa: F405
+"""
+
+
+class PrivatePostgres:
+    """A PostgreSQL cluster of our own in ``root``; as root, it runs as the ``postgres`` user."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.data = root / "pgdata"
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.as_user = {"user": "postgres", "group": "postgres"} if os.geteuid() == 0 else {}
+
+    def init(self) -> None:
+        self.data.mkdir()
+        if self.as_user:
+            shutil.chown(self.root, "postgres", "postgres")
+            shutil.chown(self.data, "postgres", "postgres")
+        subprocess.run(  # noqa: S603 - the cluster's own binaries, a fresh directory
+            [f"{PG_BIN}/initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+            **self.as_user,  # type: ignore[call-overload]
+        )
+
+    def start(self) -> None:
+        log = (self.root / "postgres.log").open("ab")
+        self.proc = subprocess.Popen(  # noqa: S603
+            [
+                f"{PG_BIN}/postgres",
+                "-D",
+                str(self.data),
+                "-p",
+                str(self.port),
+                "-k",
+                str(self.root),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+                "-c",
+                "max_connections=60",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            **self.as_user,  # type: ignore[call-overload]
+        )
+        log.close()
+        deadline = time.monotonic() + 30
+        while not self.accepts():
+            assert self.proc.poll() is None, (self.root / "postgres.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "postgres did not start"
+            time.sleep(0.05)
+
+    def accepts(self) -> bool:
+        import psycopg
+
+        try:
+            psycopg.connect(
+                host="127.0.0.1", port=self.port, user="postgres", dbname="postgres", connect_timeout=1
+            ).close()
+            return True
+        except psycopg.OperationalError:
+            return False
+
+    def stop(self) -> None:
+        """Fast shutdown (SIGINT) of our postmaster, by PID."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+
+class Redis:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(  # noqa: S603
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True).stdout != b"PONG\n":
+            assert time.monotonic() < deadline, "redis did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+
+class Worker:
+    """One daphne process (WARNING and above logged); stopped by PID."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.handle: Any = None
+
+    def start(self) -> Worker:
+        self.handle = server_process_handle(
+            ["-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"], env=self.env
+        )
+        return self
+
+    @property
+    def url(self) -> str:
+        return self.handle.base + "/mcp-tasks/"
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.stop()
+            self.handle = None
+
+    def log(self) -> str:
+        """Everything the worker logged so far (pread: the worker's file offset is left alone)."""
+        fd = self.handle.proc.log.fileno()
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def stack():
+    root = Path(tempfile.mkdtemp(prefix="django-mcp-outage-"))
+    pg = PrivatePostgres(root)
+    redis = Redis()
+    try:
+        pg.init()
+        pg.start()
+        import psycopg
+
+        with psycopg.connect(
+            host="127.0.0.1", port=pg.port, user="postgres", dbname="postgres", autocommit=True
+        ) as conn:
+            conn.execute("CREATE DATABASE mcp")
+        (root / "outage_settings.py").write_text(SETTINGS)
+        redis.start()
+        env = {
+            "PYTHONPATH": os.pathsep.join([str(root), str(ROOT)]),
+            "DJANGO_SETTINGS_MODULE": "outage_settings",
+            "DJANGO_MCP_DATABASE": "postgres",
+            "PGHOST": "127.0.0.1",
+            "PGPORT": str(pg.port),
+            "PGUSER": "postgres",
+            "PGDATABASE": "mcp",
+            "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
+            "OUTAGE_DATABASE": json.dumps(RECOMMENDED),
+            "OUTAGE_DJANGO_MCP": json.dumps(
+                {"LISTEN_LAYER_CHECK_SECONDS": CHECK, "LISTEN_LAYER_TIMEOUT_SECONDS": TIMEOUT}
+            ),
+        }
+        subprocess.run(  # noqa: S603 - migrations of our private database
+            [sys.executable, "manage.py", "migrate", "-v0"],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
+        yield {"pg": pg, "redis": redis, "env": env}
+    finally:
+        redis.stop()
+        pg.stop()
+        shutil.rmtree(root, ignore_errors=True)
+        FIGURES_FILE.write_text(json.dumps(FIGURES, indent=2))
+
+
+async def rpc(client: httpx.AsyncClient, url: str, method: str, params: dict | None = None) -> httpx.Response:
+    body = request_body(method, params, capabilities=EXT)
+    return await client.post(url, content=json.dumps(body), headers={**headers_for(body), **TENANT})
+
+
+class Frames:
+    """An SSE response read frame by frame (``None`` once it ended)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._lines = response.aiter_lines()
+
+    async def next(self, timeout: float) -> dict[str, Any] | None:
+        async def read() -> dict[str, Any] | None:
+            async for line in self._lines:
+                if line.startswith("data: "):
+                    return json.loads(line[6:])
+            return None
+
+        return await asyncio.wait_for(read(), timeout)
+
+    async def until_end(self, timeout: float) -> list[dict[str, Any]]:
+        frames = []
+        deadline = time.monotonic() + timeout
+        while (frame := await self.next(deadline - time.monotonic())) is not None:
+            frames.append(frame)
+        return frames
+
+
+def listen_body(id: str = "outage") -> dict[str, Any]:
+    return request_body("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, id=id, capabilities=EXT)
+
+
+async def open_listen(client: httpx.AsyncClient, url: str, id: str = "outage") -> tuple[Any, Frames]:
+    body = listen_body(id)
+    cm = client.stream("POST", url, content=json.dumps(body), headers={**headers_for(body), **TENANT}, timeout=60)
+    response = await cm.__aenter__()
+    assert response.headers["content-type"] == "text/event-stream"
+    return cm, Frames(response)
+
+
+async def open_get_stream(client: httpx.AsyncClient, url: str) -> tuple[Any, Frames]:
+    """A handshake-era session (initialize on this worker) and its GET stream."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "outage", "version": "1"},
+        },
+    }
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **TENANT}
+    response = await client.post(url, content=json.dumps(init), headers=headers)
+    assert response.status_code == 200, response.text
+    session = {"Mcp-Session-Id": response.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+    await client.post(
+        url,
+        content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        headers={**headers, **session},
+    )
+    cm = client.stream("GET", url, headers={"Accept": "text/event-stream", **session, **TENANT}, timeout=60)
+    response = await cm.__aenter__()
+    assert response.status_code == 200 and response.headers["content-type"] == "text/event-stream"
+    return cm, Frames(response)
+
+
+def _unavailable(frame: dict[str, Any] | None) -> bool:
+    return (
+        frame is not None
+        and frame.get("error", {}).get("code") == -32603
+        and frame["error"]["message"].startswith("Notifications are unavailable")
+    )
+
+
+def _log_records(text: str) -> int:
+    """Log records (daphne's format starts each with a timestamp), tracebacks aside."""
+    return len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", text, flags=re.MULTILINE))
+
+
+def _log_lines(text: str) -> int:
+    return len([line for line in text.splitlines() if line.strip()])
+
+
+async def test_redis_outage_ends_listen_and_get_streams_with_the_error_logs_little_and_recovers(stack):
+    redis = stack["redis"]
+    a, b = Worker(stack["env"]), Worker(stack["env"])
+    try:
+        a.start()
+        b.start()
+        async with httpx.AsyncClient(timeout=30) as client:
+            listen_cm, listen = await open_listen(client, b.url)
+            assert (await listen.next(10))["method"] == "notifications/subscriptions/acknowledged"
+            get_cm, get = await open_get_stream(client, a.url)
+            # Pushes work across workers before the outage.
+            assert (await rpc(client, a.url, "tools/call", {"name": "toggle_tool"})).status_code == 200
+            assert (await listen.next(10))["method"] == "notifications/tools/list_changed"
+            assert (await get.next(10))["method"] == "notifications/tools/list_changed"
+            await asyncio.sleep(0.5)  # let the second change of the toggle arrive too
+            logged = {w: len(w.log()) for w in (a, b)}
+
+            redis.stop()
+            stopped = time.monotonic()
+            # A busy notification source on A for the whole outage: every publish fails.
+            publishes = 0
+
+            async def busy(seconds: float) -> None:
+                nonlocal publishes
+                end = time.monotonic() + seconds
+                while time.monotonic() < end:
+                    response = await rpc(client, a.url, "tools/call", {"name": "toggle_tool"})
+                    assert response.status_code == 200  # the tool's own work never fails with the layer
+                    publishes += 2
+
+            source = asyncio.ensure_future(busy(6))
+            ends = await asyncio.gather(listen.until_end(CHECK + TIMEOUT + 5), get.until_end(CHECK + TIMEOUT + 5))
+            detected = time.monotonic() - stopped
+            for frames in ends:
+                assert frames and _unavailable(frames[-1]), frames
+            assert ends[0][-1]["id"] == "outage"
+            assert "id" not in ends[1][-1]  # the GET stream has no request to answer
+            # Listening again during the outage is refused at once, not left open and silent.
+            started = time.monotonic()
+            retry_cm, retry = await open_listen(client, b.url, id="retry")
+            assert _unavailable(await retry.next(TIMEOUT + 5))
+            refused_in = time.monotonic() - started
+            await retry_cm.__aexit__(None, None, None)
+            await source
+            outage = {w: w.log()[logged[w] :] for w in (a, b)}
+            records = {name: _log_records(outage[w]) for name, w in (("A", a), ("B", b))}
+            lines = {name: _log_lines(outage[w]) for name, w in (("A", a), ("B", b))}
+
+            redis.start()
+            restarted = time.monotonic()
+            deadline = restarted + 30
+            while True:
+                cm, frames = await open_listen(client, b.url, id="again")
+                first = await frames.next(10)
+                if first is not None and first.get("method") == "notifications/subscriptions/acknowledged":
+                    break
+                await cm.__aexit__(None, None, None)
+                assert time.monotonic() < deadline, "listen streams did not recover after Redis came back"
+                await asyncio.sleep(0.2)
+            resumed = time.monotonic() - restarted
+            assert (await rpc(client, a.url, "tools/call", {"name": "toggle_tool"})).status_code == 200
+            assert (await frames.next(10))["method"] == "notifications/tools/list_changed"
+            await cm.__aexit__(None, None, None)
+            for ctx in (listen_cm, get_cm):
+                await ctx.__aexit__(None, None, None)
+    finally:
+        a.stop()
+        b.stop()
+        if redis.proc is None:
+            redis.start()
+    FIGURES["redis_outage"] = {
+        "streams_ended_after_s": round(detected, 2),
+        "relisten_refused_in_s": round(refused_in, 2),
+        "relisten_works_after_restart_s": round(resumed, 2),
+        "failed_publishes_on_A": publishes,
+        "log_records_during_outage": records,
+        "log_lines_during_outage": lines,
+    }
+    assert detected < CHECK + TIMEOUT + 3
+    # Bounded: a few records per worker for the whole outage (a traceback the first time each), then at
+    # most one a minute per kind; not one per failed publish (before: one traceback each).
+    assert publishes > 50 and max(records.values()) <= 10 and max(lines.values()) <= 300, (publishes, records, lines)
+
+
+async def test_a_short_redis_restart_ends_the_streams_that_may_have_missed_notifications(stack):
+    redis = stack["redis"]
+    env = {**stack["env"], "OUTAGE_DJANGO_MCP": json.dumps({"LISTEN_LAYER_CHECK_SECONDS": 300})}
+    b = Worker(env)  # checks too rare to notice: only the reconnection tells
+    try:
+        b.start()
+        async with httpx.AsyncClient(timeout=30) as client:
+            cm, listen = await open_listen(client, b.url)
+            assert (await listen.next(10))["method"] == "notifications/subscriptions/acknowledged"
+            redis.stop()
+            redis.start()  # within a second: what was published meanwhile is lost
+            frames = await listen.until_end(15)
+            assert frames and _unavailable(frames[-1]), frames
+            assert "reconnected" in frames[-1]["error"]["message"]
+            await cm.__aexit__(None, None, None)
+    finally:
+        b.stop()
+
+
+async def test_database_outage_answers_503_within_the_pool_timeout_and_recovers_within_seconds(stack):
+    pg = stack["pg"]
+    worker = Worker(stack["env"])
+    try:
+        worker.start()
+        async with httpx.AsyncClient(timeout=120) as client:
+            created = (await rpc(client, worker.url, "tools/call", {"name": "quick"})).json()
+            task_id = created["result"]["taskId"]
+            deadline = time.monotonic() + 20
+            while (await rpc(client, worker.url, "tasks/get", {"taskId": task_id})).json()["result"]["status"] != (
+                "completed"
+            ):
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+
+            pg.stop()
+            answers = []
+            for _ in range(3):
+                started = time.monotonic()
+                response = await rpc(client, worker.url, "tasks/get", {"taskId": task_id})
+                answers.append((time.monotonic() - started, response))
+            for elapsed, response in answers:
+                assert response.status_code == 503, response.text
+                error = response.json()["error"]
+                assert error["code"] == -32603 and error["message"].startswith("Database unavailable")
+                assert elapsed <= POOL_TIMEOUT + 2, elapsed
+
+            pg.start()
+            back = time.monotonic()
+            deadline = back + 30
+            while True:
+                response = await rpc(client, worker.url, "tasks/get", {"taskId": task_id})
+                if response.status_code == 200:
+                    break
+                assert time.monotonic() < deadline, "service did not resume after PostgreSQL came back"
+                await asyncio.sleep(0.1)
+            resumed = time.monotonic() - back
+            assert response.json()["result"]["status"] == "completed"
+    finally:
+        worker.stop()
+        if pg.proc is None:
+            pg.start()
+    FIGURES["database_outage"] = {
+        "database": RECOMMENDED,
+        "answer_503_s": [round(elapsed, 2) for elapsed, _ in answers],
+        "resumed_after_restart_s": round(resumed, 2),
+    }
+    assert resumed <= 6, resumed
