@@ -88,3 +88,28 @@ def server_process_handle(
     """Like :func:`server_process`, for tests that stop, kill or restart the process themselves."""
     proc, base = _start(args, env, ready_path)
     return ServerHandle(proc, base)
+
+
+class Redis:
+    """A private redis-server on a free loopback port (no persistence), started and stopped by PID."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(  # noqa: S603
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True).stdout != b"PONG\n":
+            assert time.monotonic() < deadline, "redis did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.proc = None

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.live.servers import ROOT, free_port, server_process_handle
+from tests.live.servers import ROOT, Redis, free_port, server_process_handle
 from tests.wire import headers_for, request_body
 
 PG_BIN = next(iter(sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)), "")
@@ -136,29 +136,6 @@ class PrivatePostgres:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
-        self.proc = None
-
-
-class Redis:
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(  # noqa: S603
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True).stdout != b"PONG\n":
-            assert time.monotonic() < deadline, "redis did not start"
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
         self.proc = None
 
 
