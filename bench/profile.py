@@ -5,6 +5,7 @@ scenario, and print where the worker's samples go: by package, by django_mcp fun
     python3 bench/profile.py --target "django_mcp uvicorn sqlite" --scenario tasks/get -c 16
     python3 bench/profile.py --target "django_mcp uvicorn pg" --scenario create -c 16 --seconds 10
     python3 bench/profile.py --target "floor uvicorn" --scenario tasks/get -c 16   # the floor, to compare
+    python3 bench/profile.py --raw bench/.work/profile/profile-....txt --rps 333 --rate 200 --seconds 10
 
 Scenarios: ``tools/call``, ``tasks/get``, ``create`` (the floor: ``tasks/get`` only). At c=16 the
 server's one core is saturated, so a share of the samples times (1 s / req/s) is what that part
@@ -36,16 +37,23 @@ PACKAGE = "django_mcp/"
 
 
 def _package(path: str) -> str:
-    """The top-level package of a frame's file (``django``, ``asgiref``, ``django_mcp``, ``<stdlib>``...)."""
+    """The top-level package of a frame's file (``django``, ``asgiref``, ``django_mcp``, ``<stdlib> asyncio``...).
+
+    py-spy names files relative to their ``sys.path`` entry (``django/db/models/query.py``), or absolute.
+    """
     if PACKAGE in path:
         return "django_mcp"
-    if "site-packages/" in path:
-        return path.split("site-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
-    if "/bench/" in path:
+    if path.startswith("<frozen"):
+        return "<stdlib>"
+    for marker in ("site-packages/", "/lib/python3."):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            if marker.startswith("/lib"):
+                path = path.split("/", 1)[1] if "/" in path else path
+    if "/bench/" in path or path.startswith("bench/"):
         return "bench"
-    if "/lib/python3" in path:
-        return "<stdlib> " + path.rsplit("/lib/python3", 1)[1].split("/", 2)[1].removesuffix(".py")
-    return path.rsplit("/", 1)[-1]
+    top = path.lstrip("/").split("/", 1)[0].removesuffix(".py")
+    return f"<stdlib> {top}" if top in sys.stdlib_module_names else top
 
 
 def analyse(raw: Path, top: int, rps: float | None = None, rate: int = 100, seconds: float = 0.0) -> str:
@@ -127,7 +135,12 @@ def main() -> None:
     parser.add_argument(
         "--all-threads", action="store_true", help="sample every non-idle thread, not only the one holding the GIL"
     )
+    parser.add_argument("--raw", help="only analyse these collapsed stacks of an earlier run (with --rps)")
+    parser.add_argument("--rps", type=float, help="with --raw: the req/s measured while they were sampled")
     args = parser.parse_args()
+    if args.raw:
+        print(analyse(Path(args.raw), args.top, args.rps, args.rate, args.seconds))
+        return
 
     names = [t.name for t in bench.all_targets() if t.kind in ("dj", "floor")]
     target = next((t for t in bench.all_targets() if t.name == args.target and t.name in names), None)

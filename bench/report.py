@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 CLOSED = ("tools/call", "create", "tasks/get")
+DISTURBED_CORES = 0.25  # other work above this (cores, during a point) makes that round "disturbed"
 DJ = ("django_mcp daphne sqlite", "django_mcp uvicorn sqlite", "django_mcp daphne pg", "django_mcp uvicorn pg")
 
 
@@ -30,8 +31,18 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         groups[key].append(rec["result"])
     summary: dict[str, Any] = {}
     for key, results in groups.items():
-        ok = [r for r in results if not r.get("failed")]
-        entry: dict[str, Any] = {"rounds": len(results), "failed_rounds": len(results) - len(ok)}
+        measured = [r for r in results if not r.get("failed")]
+        # Rounds during which other work on the machine took a share of the cores are left out of the
+        # median when at least one round was clean (every round stays in the JSON).
+        clean = [r for r in measured if (r.get("others_cores") or 0) <= DISTURBED_CORES]
+        ok = clean or measured
+        entry: dict[str, Any] = {
+            "rounds": len(results),
+            "failed_rounds": len(results) - len(measured),
+            "disturbed_rounds": len(measured) - len(clean),
+            "rounds_used": len(ok),
+            "others_cores": [r.get("others_cores") for r in measured],
+        }
         entry["errors"] = sum(r.get("errors") or 0 for r in ok)
         if ok and "rps" in ok[0] and "latency_ms" in ok[0]:
             entry.update(
@@ -84,6 +95,15 @@ def _fmt(value: Any, digits: int = 1) -> str:
     if isinstance(value, float):
         return f"{value:,.{digits}f}"
     return str(value)
+
+
+def _mark(entry: dict[str, Any]) -> str:
+    """`` ~`` when other work disturbed every round of a figure, `` °`` when disturbed rounds were left out."""
+    disturbed = entry.get("disturbed_rounds") or 0
+    measured = (entry.get("rounds") or 0) - (entry.get("failed_rounds") or 0)
+    if not disturbed:
+        return ""
+    return " ~" if disturbed >= measured else " °"
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -395,6 +415,14 @@ def markdown(data: dict[str, Any], summary: dict[str, Any], goal_rows: list[dict
             if (others := [r["others_busy_cores"] for r in data["records"] if r.get("others_busy_cores") is not None])
             else []
         ),
+        f"- a round of a point is *disturbed* when processes other than this run's (and PostgreSQL's and "
+        f"Redis') kept more than {DISTURBED_CORES} core busy during it: medians leave disturbed rounds out "
+        "when at least one round was clean (marked °), and use every round when none was (marked ~)"
+        + (
+            f"; {sum(e.get('disturbed_rounds') or 0 for e in summary.values())} of "
+            f"{sum((e.get('rounds') or 0) - (e.get('failed_rounds') or 0) for e in summary.values())} "
+            "rounds were disturbed in this run"
+        ),
         f"- medians of {config['rounds']} interleaved rounds; {config['measure_s']} s measured per point "
         f"after {config['warmup_s']} s warm-up (at most {config['max_requests']} requests); "
         f"pollIntervalMs {config['poll_interval_ms']}; `tasks/get` picks a random one of "
@@ -442,7 +470,7 @@ def markdown(data: dict[str, Any], summary: dict[str, Any], goal_rows: list[dict
             cells = []
             for c in conc:
                 e = fig.get(t, scenario, c, stored)
-                flag = " ⚠" if e.get("errors") or e.get("failed") else ""
+                flag = (" ⚠" if e.get("errors") or e.get("failed") else "") + _mark(e)
                 cells += [_fmt(e.get("rps")) + flag, _fmt(e.get("p50"), 2), _fmt(e.get("p99"), 2)]
             lines.append(f"| {t} | " + " | ".join(cells) + " |")
 
@@ -482,7 +510,7 @@ def markdown(data: dict[str, Any], summary: dict[str, Any], goal_rows: list[dict
             lines.append(
                 f"| {t} | {scenario[4:]} | {c} | {e.get('tasks')} | {_fmt(e.get('total_p50'))} "
                 f"| {_fmt(e.get('lag_p50'))} | {_fmt(e.get('lag_p99'))} | {after[0]} | {after[1]} "
-                f"| {_fmt(e.get('requests_per_task'), 2)}" + (" ⚠" if e.get("errors") else "") + " |"
+                f"| {_fmt(e.get('requests_per_task'), 2)}" + (" ⚠" if e.get("errors") else "") + _mark(e) + " |"
             )
     xw = [
         (t, summary[f"{t}|cross-worker cancel|None|None"])

@@ -196,6 +196,49 @@ def busy_cores(seconds: float = 1.0) -> float | None:
     return round((total - (idle1 - idle0)) / total * (os.cpu_count() or 1), 2) if total > 0 else None
 
 
+SERVICES = {"postgres", "redis-server"}  # the machine's services this run uses (their CPU counts as this run's)
+
+
+def cpu_sample() -> tuple[int, int, dict[int, tuple[str, int, int]]]:
+    """/proc/stat's total and idle jiffies, and every process's name, CPU jiffies (utime + stime) and start."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    processes: dict[int, tuple[str, int, int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            data = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        name, rest = data[data.index("(") + 1 : data.rindex(")")], data[data.rindex(")") + 2 :].split()
+        processes[int(entry.name)] = (name, int(rest[11]) + int(rest[12]), int(rest[19]))
+    return sum(values), values[3] + values[4], processes
+
+
+def others_cores(before: Any, after: Any, ours: set[int]) -> tuple[float | None, list[str]]:
+    """Cores kept busy between two samples by processes that are neither this run's nor its services'.
+
+    The machine's busy time, less what this run's processes (servers, load generator) and PostgreSQL and
+    Redis used; a process that started and ended in between counts as someone else's.
+    """
+    total = after[0] - before[0]
+    if total <= 0:
+        return None, []
+    core = total / (os.cpu_count() or 1)
+    busy = total - (after[1] - before[1])
+    mine = 0
+    others: list[tuple[int, str]] = []
+    for pid, (name, jiffies, started) in after[2].items():
+        earlier = before[2].get(pid)
+        used = jiffies - earlier[1] if earlier is not None and earlier[2] == started else jiffies
+        if pid in ours or name in SERVICES:
+            mine += used
+        elif used:
+            others.append((used, f"{name} {pid}"))
+    top = [f"{name}: {used / core:.2f}" for used, name in sorted(others, reverse=True)[:3] if used / core >= 0.05]
+    return round(max(busy - mine, 0) / core, 2), top
+
+
 def venv_python(name: str) -> Path:
     return VENVS / name / "bin" / "python"
 
@@ -329,6 +372,7 @@ class Server:
             args, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
         )
         self.started = time.monotonic()
+        self.on_stop: Any = None
 
     @property
     def pid(self) -> int:
@@ -357,6 +401,8 @@ class Server:
                 self.proc.kill()
                 self.proc.wait(timeout=5)
         self._log.close()
+        if self.on_stop is not None:
+            self.on_stop(self.pid)
 
 
 _MODULES: dict[tuple[str, str], bool] = {}
@@ -430,6 +476,7 @@ class Bench:
         # Before each block, with none of this run's processes busy, the cores the rest of the machine
         # keeps busy; above QUIET_CORES the block waits (at most QUIET_WAIT_S, QUIET_BUDGET_S in all).
         self.others_busy: float | None = None
+        self.live_pids: set[int] = set()  # this run's servers now running
         self.quiet_budget = 0.0 if args.smoke else QUIET_BUDGET_S
         self.quiet_waited = 0.0
         self.skipped: dict[str, str] = {}
@@ -547,7 +594,17 @@ class Bench:
     # -- jobs ------------------------------------------------------------------------------------
 
     def job(self, job: dict[str, Any], cap: float) -> dict[str, Any]:
-        return self.loadgen.run(job, timeout=cap + 90)
+        """Run one load generator job; its result says how many cores other work took meanwhile."""
+        try:
+            before = cpu_sample()
+        except (OSError, ValueError, IndexError):
+            before = None
+        result = self.loadgen.run(job, timeout=cap + 90)
+        if before is not None and job.get("kind") != "probe":
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                ours = {*self.live_pids, self.loadgen.proc.pid, os.getpid()}
+                result["others_cores"], result["others_top"] = others_cores(before, cpu_sample(), ours)
+        return result
 
     def base_job(self, server: Server, path: str | None = None) -> dict[str, Any]:
         return {"host": HOST, "port": server.port, "path": path or server.target.path}
@@ -646,6 +703,8 @@ class Bench:
 
     def start(self, target: Target, extra_env: dict[str, str] | None = None, core: int = 0) -> Server:
         server = Server(target, self.python_for(target), self.env_for(target, extra_env), self.src, self.pin, core)
+        self.live_pids.add(server.pid)
+        server.on_stop = self.live_pids.discard
         try:
             server.wait_ready()
             probe = (

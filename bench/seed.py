@@ -88,6 +88,8 @@ def reset(tasks: int, sample: int) -> dict:
             )
             cursor.execute("DROP TABLE bench_template")
             cursor.execute(f"VACUUM ANALYZE {table}")
+            # Write the new rows out now, not in a checkpoint during the measurements (creation commits).
+            cursor.execute("CHECKPOINT")
             cursor.execute(f"SELECT id FROM {table} ORDER BY random() LIMIT %s", [sample])
             ids = [str(row[0]) for row in cursor.fetchall()]
         else:
