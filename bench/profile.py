@@ -15,7 +15,8 @@ there by ``bench/run.py``; build it with one full run first). The raw collapsed 
 ``bench/.work/profile/profile-*.txt`` (feed them to any flamegraph tool). py-spy samples every thread of
 the process, but by default (``--gil``) only the thread holding the GIL: the shares are of the
 worker's Python CPU time, sampled at ``--rate`` Hz (``--all-threads`` also counts threads waiting
-in C, e.g. in the database driver).
+in C, e.g. in the database driver). py-spy reads the server without pausing it (``--nonblocking``)
+unless ``--blocking`` is given: pausing gives exact stacks but slows the server.
 """
 
 from __future__ import annotations
@@ -135,6 +136,11 @@ def main() -> None:
     parser.add_argument(
         "--all-threads", action="store_true", help="sample every non-idle thread, not only the one holding the GIL"
     )
+    parser.add_argument(
+        "--blocking",
+        action="store_true",
+        help="pause the server for each sample (exact stacks; the pauses slow it down, which inflates µs/req)",
+    )
     parser.add_argument("--raw", help="only analyse these collapsed stacks of an earlier run (with --rps)")
     parser.add_argument("--rps", type=float, help="with --raw: the req/s measured while they were sampled")
     args = parser.parse_args()
@@ -200,6 +206,7 @@ def main() -> None:
                 "-o",
                 str(raw),
                 *([] if args.all_threads else ["--gil"]),
+                *(["--nonblocking"] if not args.blocking else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -22,11 +22,12 @@ _lock = threading.Lock()
 _counts: Counter[str] = Counter()
 _enabled = False
 _SHAPE = re.compile(r"\s+")
+_SAVEPOINT = re.compile(r"\"s\d+_x\d+\"")
 
 
 def _shape(sql: str) -> str:
     """The statement's kind and table, enough to tell the maintenance loop from a per-task poll."""
-    words = _SHAPE.sub(" ", sql.strip())
+    words = _SAVEPOINT.sub("s…", _SHAPE.sub(" ", sql.strip()))
     return words[:120]
 
 
