@@ -22,7 +22,7 @@ from .protocol import sse
 from .protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
 from .protocol.handshake import is_handshake_era
 from .protocol.jsonrpc import WireJSONEncoder, error_response, parse_json, result_response
-from .protocol.ladder import PROTOCOL_VERSION, Rejection, admit, check_media_types, check_origin
+from .protocol.ladder import PROTOCOL_VERSION, Rejection, admit_message, check_media_types, check_origin
 from .server.context import McpRequest
 from .server.lifecycle import lifecycle
 from .server.listen import ListenStream, admit_stream
@@ -159,22 +159,21 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
     notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     try:
         body = _read_body(request, settings.MAX_REQUEST_BYTES)
+        # The first rungs of the ladder are the same in both eras; the body is decoded once.
         check_origin(headers.get("origin"), lambda origin: origin_allowed(origin, request))
-        if settings.handshake_versions:
-            obj = _parse(body)
-            if is_handshake_era(obj, headers):
-                check_media_types(headers.get("content-type"), headers.get("accept"))
-                await _resolve_user(request)
-                try:
-                    context, session = await handshake.admit_post(server, request, obj, headers)
-                except handshake.Handled as handled:
-                    return handled.response
-                context.set_sink(notifications.put_nowait)
-                return await _respond(context, notifications, _serve_handshake(server, context, session))
-        admitted = admit(
-            body,
+        check_media_types(headers.get("content-type"), headers.get("accept"))
+        obj = _parse(body)
+        if settings.handshake_versions and is_handshake_era(obj, headers):
+            await _resolve_user(request)
+            try:
+                context, session = await handshake.admit_post(server, request, obj, headers)
+            except handshake.Handled as handled:
+                return handled.response
+            context.set_sink(notifications.put_nowait)
+            return await _respond(context, notifications, _serve_handshake(server, context, session))
+        admitted = admit_message(
+            obj,
             headers,
-            origin_allowed=lambda origin: origin_allowed(origin, request),
             name_params=server.dispatcher.name_params,
             supported=tuple(v for v in settings.PROTOCOL_VERSIONS if v == PROTOCOL_VERSION),
         )

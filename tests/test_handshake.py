@@ -247,3 +247,19 @@ async def test_protocol_versions_setting_is_validated(settings):
     settings.DJANGO_MCP = {"PROTOCOL_VERSIONS": ["2025-11-25", "1999-01-01"]}
     [error] = check_settings()
     assert error.id == "django_mcp.E002" and "1999-01-01" in error.msg
+
+
+async def test_both_eras_share_the_first_rungs_and_decode_the_body_once(async_client):
+    from unittest import mock
+
+    from django_mcp import views
+    from tests.wire import post as modern_post
+    from tests.wire import request_body
+
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+    response = await post(async_client, init, headers={"Content-Type": "text/plain"})
+    assert (response.status_code, json.loads(response.content)["error"]["code"]) == (415, -32600)
+    with mock.patch.object(views, "parse_json", wraps=views.parse_json) as parse:
+        assert (await modern_post(async_client, request_body("server/discover"))).status_code == 200
+        await initialize(async_client)
+    assert parse.call_count == 3  # discover, initialize, notifications/initialized: once each

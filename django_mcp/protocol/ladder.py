@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import (
     INVALID_REQUEST,
@@ -149,6 +150,17 @@ def admit(
         obj = parse_json(body)
     except McpJsonRpcError as exc:
         raise Rejection(exc) from None
+    return admit_message(obj, headers, name_params=name_params, supported=supported)
+
+
+def admit_message(
+    obj: Any,
+    headers: Mapping[str, str],
+    *,
+    name_params: Mapping[str, str],
+    supported: Collection[str] = SUPPORTED_VERSIONS,
+) -> Admitted:
+    """The rungs after JSON decoding, for a front that already decoded the body (one parse per request)."""
     try:
         message = parse_message(obj)
     except McpJsonRpcError as exc:
