@@ -17,7 +17,7 @@ from django.core import checks
 from django.core.asgi import get_asgi_application
 from django.test import override_settings
 
-from tests.wire import headers_for, request_body
+from tests.wire import asgi_scope, request_body
 
 REBINDING = {"Origin": "http://evil.example:8000"}
 
@@ -25,21 +25,7 @@ REBINDING = {"Origin": "http://evil.example:8000"}
 async def _discover(headers, host="evil.example:8000"):
     """POST server/discover through the ASGI application with this Host header (the test client adds its own)."""
     body = request_body("server/discover")
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/mcp/",
-        "raw_path": b"/mcp/",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", host.encode())]
-        + [(k.lower().encode(), v.encode()) for k, v in {**headers_for(body), **headers}.items()],
-        "client": ("127.0.0.1", 5000),
-        "server": ("127.0.0.1", 8000),
-    }
+    scope = asgi_scope(body, headers, host)
     communicator = ApplicationCommunicator(get_asgi_application(), scope)
     await communicator.send_input({"type": "http.request", "body": json.dumps(body).encode()})
     start = await communicator.receive_output(timeout=5)

@@ -8,7 +8,7 @@ from asgiref.testing import ApplicationCommunicator
 from django.core.asgi import get_asgi_application
 
 from tests.toolapp.tools import EVENTS
-from tests.wire import assert_wire, headers_for, post, request_body, sse_messages
+from tests.wire import asgi_scope, assert_wire, post, request_body, sse_messages
 
 LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 
@@ -71,21 +71,7 @@ async def test_no_log_messages_without_log_level(async_client):
 async def test_client_disconnect_cancels_the_handler():
     app = get_asgi_application()
     body = request_body("tools/call", {"name": "sleepy", "arguments": {"seconds": 30}})
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/mcp/",
-        "raw_path": b"/mcp/",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"testserver")]
-        + [(k.lower().encode(), v.encode()) for k, v in headers_for(body).items()],
-        "client": ("127.0.0.1", 5000),
-        "server": ("testserver", 80),
-    }
+    scope = asgi_scope(body)
     communicator = ApplicationCommunicator(app, scope)
     await communicator.send_input({"type": "http.request", "body": json.dumps(body).encode(), "more_body": False})
     for _ in range(200):

@@ -126,3 +126,22 @@ def assert_wire(frame: dict[str, Any], definition: str, file: str = "core-2026-0
     """Fail unless ``frame`` validates against the official schema definition ``definition``."""
     errors = sorted(_validator(definition, file).iter_errors(frame), key=lambda e: list(e.absolute_path))
     assert not errors, f"{definition}: " + "; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5])
+
+
+def asgi_scope(body: dict[str, Any], headers: dict[str, str] | None = None, host: str = "testserver") -> dict[str, Any]:
+    """The ASGI ``http`` scope of a conforming POST to /mcp/ (for tests that drive the application directly)."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp/",
+        "raw_path": b"/mcp/",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", host.encode())]
+        + [(k.lower().encode(), v.encode()) for k, v in {**headers_for(body), **(headers or {})}.items()],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 80),
+    }
