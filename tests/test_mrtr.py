@@ -98,18 +98,22 @@ async def test_sync_handlers_can_ask(async_client):
     "mutate",
     [
         lambda s: s + "-TAMPERED",
-        lambda s: s[:-2] + ("A" if s[-1] != "A" else "B") + s[-1],
+        # A signature character well inside the base64 (not the last one, whose low bits are
+        # padding) swapped for a different one: the decoded signature always changes.
+        lambda s: s[:-5] + ("A" if s[-5] != "A" else "B") + s[-4:],
         lambda s: "garbage",
         lambda s: 42,
     ],
 )
 async def test_tampered_state_is_rejected(async_client, mutate):
     state = (await round_trip(async_client, "greet_me"))["result"]["requestState"]
+    tampered = mutate(state)
+    assert tampered != state
     params = {
         "name": "greet_me",
         "arguments": {},
         "inputResponses": {"who": {"action": "accept", "content": {"name": "Eve"}}},
-        "requestState": mutate(state),
+        "requestState": tampered,
     }
     response = await post(async_client, request_body("tools/call", params, capabilities=ELICIT))
     assert response.status_code == 400
