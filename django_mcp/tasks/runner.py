@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from asgiref.sync import ThreadSensitiveContext, async_to_sync, sync_to_async
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext, async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.db import InterfaceError, OperationalError, connections
 
@@ -260,7 +260,7 @@ class TaskRunner:
 
     async def _supervise(self, context: RunningTask, run: Run) -> None:
         # The run's own ORM calls get a thread of their own, whose connections are closed at the end.
-        async with ThreadSensitiveContext():
+        async with ThreadSensitiveContext() as thread_context:
             work = asyncio.ensure_future(call_run(run, context))
             context.work = work
             try:
@@ -272,8 +272,11 @@ class TaskRunner:
                 self._running.pop(context.id, None)
                 self._supervisors.pop(context.id, None)
                 await self._unsubscribe(context.id)
-                with contextlib.suppress(Exception):
-                    await sync_to_async(connections.close_all)()
+                # Only a run that used its thread has connections there; asking an unused context to
+                # close them would start a thread (and a joiner) per task just to find none.
+                if thread_context in SyncToAsync.context_to_thread_executor:
+                    with contextlib.suppress(Exception):
+                        await sync_to_async(connections.close_all)()
 
     async def _outcome(self, context: RunningTask, work: asyncio.Future[Any]) -> Task | None:
         """Record how the run ended (retrying while the database is down)."""
