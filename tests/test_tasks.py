@@ -13,8 +13,9 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from django_mcp.models import Task
+from django_mcp.tasks.models import TaskQuota
 from django_mcp.tasks import EXTENSION_ID, astart_task
-from tests.task_servers import EVENTS, stop_all_tasks
+from tests.task_servers import EVENTS, small_server, stop_all_tasks
 from tests.wire import assert_wire, post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -414,9 +415,21 @@ async def test_ttl_expiry_is_lazy_and_frees_the_cap(async_client):
     expired = await get(async_client, ids[0], path="/mcp-small/")
     assert error_of(expired) == {"code": -32602, "message": f"Unknown task: {ids[0]}", "data": {"taskId": ids[0]}}
     assert not await Task.objects.filter(pk=ids[0]).aexists()  # swept on access
-    fresh = await create(async_client, "quick", path="/mcp-small/")  # the others expired: room again
-    assert fresh["resultType"] == "task"
-    assert await Task.objects.acount() == 1
+    # The others expired: a creation at the cap sweeps them (the lazy sweep) and there is room for 3.
+    fresh = [await create(async_client, "quick", path="/mcp-small/") for _ in range(3)]
+    assert [f["resultType"] for f in fresh] == ["task"] * 3
+    assert {str(pk) async for pk in Task.objects.values_list("pk", flat=True)} == {f["taskId"] for f in fresh}
+    assert error_of(await rpc(async_client, "tools/call", {"name": "quick"}, path="/mcp-small/"))["data"] == {
+        "maxTasks": 3
+    }  # and the cap holds: live tasks are never swept
+
+
+async def test_the_maintenance_loop_sweeps_expired_tasks_without_a_creation(async_client):
+    ids = [(await create(async_client, "quick", path="/mcp-small/"))["taskId"] for _ in range(2)]
+    await asyncio.sleep(1.6)
+    await small_server.extension_plugins[0].runner.maintain_once(lease_seconds=30)
+    assert not await Task.objects.filter(pk__in=ids).aexists()
+    assert (await TaskQuota.objects.aget(scope="mcp_small", owner="")).count == 0
 
 
 # -- composition and races -------------------------------------------------------------------

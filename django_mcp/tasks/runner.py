@@ -397,6 +397,7 @@ class TaskRunner:
                 self.act_here(task_id, "cancel")
             for task_id in answered:
                 self.act_here(task_id, "input")
+        await self.store.sweep_expired_batch()  # creation sweeps only at a cap: keep the table tidy here
         for reaped in await self.store.reap_lapsed(self.node, OWNER_GONE):
             await publish(reaped)
         queued_timeout = get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS

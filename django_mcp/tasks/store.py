@@ -84,22 +84,14 @@ def create(
     """Insert a ``working`` task, committed before this returns.
 
     Refuses past ``max_tasks`` retained by the server (``scope``) or ``max_tasks_per_owner`` by its
-    owner. The caps are checked against locked counter rows, so the cost does not grow with the table.
+    owner. Each cap is one conditional increment of a counter row, so the cost does not grow with
+    the table; only a creation at a cap sweeps expired tasks (the lazy sweep) before it refuses.
     """
     now = timezone.now()
     with transaction.atomic():
-        server = _quota(scope, "")  # locked: creations on one server are serialised here, across processes
-        _forget(Task.objects.expired(now).filter(scope=scope))  # the lazy sweep: expired tasks free their place
-        server.refresh_from_db(fields=["count"])
-        if server.count >= max_tasks:
-            raise TaskLimitReached("server", max_tasks)
-        counters = [server.pk]
+        _take_place(scope, "", max_tasks, now)  # the server's row first, then the owner's: one lock order
         if max_tasks_per_owner is not None:
-            mine = _quota(scope, owner)
-            if mine.count >= max_tasks_per_owner:
-                raise TaskLimitReached("owner", max_tasks_per_owner)
-            counters.append(mine.pk)
-        TaskQuota.objects.filter(pk__in=counters).update(count=F("count") + 1)
+            _take_place(scope, owner, max_tasks_per_owner, now)
         return Task.objects.create(
             tool=tool,
             owner=owner,
@@ -120,11 +112,26 @@ def create(
         )
 
 
-def _quota(scope: str, owner: str) -> TaskQuota:
-    """The counter row of a server (``owner`` empty) or of one owner on it, locked; made from a count once."""
-    row = TaskQuota.objects.select_for_update().filter(scope=scope, owner=owner).first()
-    if row is not None:
-        return row
+def _take_place(scope: str, owner: str, limit: int, now: datetime) -> None:
+    """Count one more task on the server's (``owner`` empty) or an owner's counter, or raise at the cap.
+
+    One ``UPDATE … SET count = count + 1 WHERE count < limit``: the database serialises concurrent
+    creations on the row (held to commit), so the cap is exact across processes.
+    """
+    quota = TaskQuota.objects.filter(scope=scope, owner=owner)
+    swept = False
+    while not quota.filter(count__lt=limit).update(count=F("count") + 1):
+        if _start_counting(scope, owner):
+            continue  # the row did not exist: made from a count, try again
+        if swept or not sweep_expired_batch(now, scope):
+            raise TaskLimitReached("owner" if owner else "server", limit)
+        swept = True  # expired tasks freed their place: try once more
+
+
+def _start_counting(scope: str, owner: str) -> bool:
+    """Make the counter row from a count of the tasks, once. False if it already existed."""
+    if TaskQuota.objects.filter(scope=scope, owner=owner).exists():
+        return False
     tasks = Task.objects.filter(scope=scope)
     initial = (tasks.filter(owner=owner) if owner else tasks).count()
     try:
@@ -132,7 +139,7 @@ def _quota(scope: str, owner: str) -> TaskQuota:
             TaskQuota.objects.create(scope=scope, owner=owner, count=initial)
     except IntegrityError:
         pass
-    return TaskQuota.objects.select_for_update().get(scope=scope, owner=owner)
+    return True
 
 
 def _forget(tasks: QuerySet[Task]) -> int:
@@ -140,10 +147,14 @@ def _forget(tasks: QuerySet[Task]) -> int:
     with transaction.atomic():
         groups = list(tasks.order_by().values("scope", "owner").annotate(n=Count("pk")))
         deleted, _ = tasks.delete()
+        per_server: dict[str, int] = {}
         for group in groups:
-            TaskQuota.objects.filter(scope=group["scope"], owner__in=["", group["owner"]]).update(
-                count=Greatest(F("count") - group["n"], 0)
-            )
+            per_server[group["scope"]] = per_server.get(group["scope"], 0) + group["n"]
+        # Servers' rows before owners' rows, as creation takes them: no lock-order deadlock.
+        decrements = [(scope, "", n) for scope, n in sorted(per_server.items())]
+        decrements += sorted((g["scope"], g["owner"], g["n"]) for g in groups if g["owner"])
+        for scope, owner, n in decrements:
+            TaskQuota.objects.filter(scope=scope, owner=owner).update(count=Greatest(F("count") - n, 0))
     return deleted
 
 
@@ -392,6 +403,19 @@ def sweep_expired(now: datetime | None = None) -> int:
     return _forget(Task.objects.expired(now or timezone.now()))
 
 
+SWEEP_BATCH = 500
+"""The most expired tasks one creation at a cap, or one maintenance round, deletes."""
+
+
+def sweep_expired_batch(now: datetime | None = None, scope: str | None = None) -> int:
+    """Delete up to :data:`SWEEP_BATCH` expired tasks (of one server, with ``scope``). Returns how many."""
+    expired = Task.objects.expired(now or timezone.now())
+    if scope is not None:
+        expired = expired.filter(scope=scope)
+    pks = list(expired.order_by().values_list("pk", flat=True)[:SWEEP_BATCH])
+    return _forget(Task.objects.filter(pk__in=pks)) if pks else 0
+
+
 def recount() -> None:
     """Rebuild the cap counters from the rows (after tasks were deleted outside the store)."""
     with transaction.atomic():
@@ -421,6 +445,7 @@ class TaskStore:
         self.claim = self._door(claim)
         self.cancel_queued = self._door(cancel_queued)
         self.fail_stale_queued = self._door(fail_stale_queued)
+        self.sweep_expired_batch = self._door(sweep_expired_batch)
 
     def _door(self, fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
         return cast(
