@@ -13,8 +13,8 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from django_mcp.models import Task
-from django_mcp.tasks.models import TaskQuota
 from django_mcp.tasks import EXTENSION_ID, astart_task
+from django_mcp.tasks.models import TaskQuota
 from tests.task_servers import EVENTS, small_server, stop_all_tasks
 from tests.wire import assert_wire, post, request_body
 
