@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from datetime import timedelta
 from io import StringIO
 from unittest import mock
@@ -14,7 +15,7 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from django_mcp.models import Task
-from django_mcp.tasks.runner import RunningTask
+from django_mcp.tasks.runner import RunningTask, send_control
 from tests.task_servers import stop_all_tasks, task_tools, tasks_server
 from tests.test_tasks import create, get, owner_key, rpc, wait_for
 from tests.wire import post, request_body
@@ -248,3 +249,33 @@ async def test_only_a_run_that_used_its_thread_closes_connections_there(async_cl
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.05)
     assert close_all.call_count == closes
+
+
+async def test_a_cancel_between_the_commit_and_the_start_is_held_not_lost(async_client, monkeypatch):
+    # The runner listens on its control group before the row exists; control for a task it is
+    # about to start is held and applied at the start (no per-task join, no re-read of the row).
+    create_row = PLUGIN.store.create
+
+    async def create_then_cancel(**fields):
+        task = await create_row(**fields)
+        await send_control(task.node, str(task.id), "cancel")  # as another worker would
+        for _ in range(100):
+            if PLUGIN.runner._early.get(str(task.id)):
+                break
+            await asyncio.sleep(0.01)
+        return task
+
+    monkeypatch.setattr(PLUGIN.store, "create", create_then_cancel)
+    task_id = (await create(async_client, "slow", {"seconds": 30, "steps": 1}))["taskId"]
+    done = await wait_for(async_client, task_id, "cancelled", timeout=2)  # the lease renewal is 5 s away
+    assert done["statusMessage"] == "Cancelled"
+    assert PLUGIN.runner._early == {}
+
+
+async def test_control_is_sent_to_the_runner_that_owns_the_task(async_client):
+    sent = []
+    with mock.patch("django_mcp.tasks.runner.send_control", side_effect=lambda *a: sent.append(a)):
+        task = Task(id=uuid.uuid4(), node="another-process")
+        await PLUGIN.runner.deliver(task, "cancel")
+        await PLUGIN.runner.deliver(Task(id=uuid.uuid4(), node=""), "cancel")  # queued: nobody to tell
+    assert sent == [("another-process", str(task.id), "cancel")]

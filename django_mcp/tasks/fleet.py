@@ -114,13 +114,23 @@ def _load(task_id: str) -> Task | None:
 
 async def arun(task_id: str, namespace: str) -> str:
     """Claim the queued row, run the body under the runner, record the outcome. Returns what happened."""
+    server, plugin = find_plugin(namespace)
+    runner = plugin.runner
+    settings = get_tasks_settings()
+    await runner.control_ready()  # listening before the row names this runner
+    runner.expect(task_id)
+    try:
+        return await _claim_and_run(task_id, namespace, server, plugin, settings.TASK_LEASE_SECONDS)
+    finally:
+        runner.unexpect(task_id)  # a no-op once it started
+
+
+async def _claim_and_run(task_id: str, namespace: str, server: Any, plugin: McpTasks, lease_seconds: float) -> str:
     from .plugin import TaskRequest
     from .runner import publish
 
-    server, plugin = find_plugin(namespace)
     store, runner = plugin.store, plugin.runner
-    settings = get_tasks_settings()
-    claimed = await store.claim(task_id, runner.node, settings.TASK_LEASE_SECONDS, "Running on a worker")
+    claimed = await store.claim(task_id, runner.node, lease_seconds, "Running on a worker")
     if claimed is None:
         row = await store.reload(task_id)
         if row is not None and row.status in ACTIVE and not row.node and row.cancel_requested:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import logging
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -333,7 +334,7 @@ class McpTasks(ExtensionPlugin):
             from .runner import publish
 
             await publish(updated)
-            await self.runner.deliver(str(task.id), "input")
+            await self.runner.deliver(updated, "input")
         return {}
 
     async def _cancel(self, request: McpRequest, params: TaskIdParams) -> dict[str, Any]:
@@ -349,7 +350,7 @@ class McpTasks(ExtensionPlugin):
         if task.status in ACTIVE:
             flagged = await self.store.request_cancel(task.id, None)
             if flagged is not None and flagged.status in ACTIVE:
-                await self.runner.deliver(str(task.id), "cancel")
+                await self.runner.deliver(flagged, "cancel")
         return {}
 
     # -- creation -------------------------------------------------------------------------------
@@ -369,8 +370,13 @@ class McpTasks(ExtensionPlugin):
         settings = get_tasks_settings()
         arguments = request.params.get("arguments") or {}
         refuse_unstorable(arguments, "arguments")
+        task_id = uuid.uuid4()
+        if not backend:  # this runner runs it: listening for its control before the row exists
+            await self.runner.control_ready()
+            self.runner.expect(str(task_id))
         try:
             task = await self.store.create(
+                task_id=task_id,
                 tool=tool.name,
                 owner=self.owner_of(request),
                 scope=self.namespace,
@@ -387,6 +393,7 @@ class McpTasks(ExtensionPlugin):
                 **creator_fields(request.auth, request.user),
             )
         except task_store.TaskLimitReached as reached:
+            self.runner.unexpect(str(task_id))
             if reached.which == "owner":
                 message = f"Task limit reached: you may have at most {reached.limit} tasks here; let some finish"
                 raise McpJsonRpcError(INTERNAL_ERROR, message, {"maxTasksPerOwner": reached.limit}) from None
@@ -395,6 +402,9 @@ class McpTasks(ExtensionPlugin):
                 f"Task limit reached: this server retains at most {reached.limit} tasks; try again later",
                 {"maxTasks": reached.limit},
             ) from None
+        except BaseException:
+            self.runner.unexpect(str(task_id))
+            raise
         if backend:
             from .fleet import aenqueue
 
@@ -474,8 +484,8 @@ def cancel_task(task: Task) -> None:
             async_to_sync(publish)(cancelled)
             return
     flagged = task_store.request_cancel(task.id, None)
-    if flagged is not None and flagged.status in ACTIVE:
-        async_to_sync(send_control)(str(task.id), "cancel")
+    if flagged is not None and flagged.status in ACTIVE and flagged.node:
+        async_to_sync(send_control)(flagged.node, str(task.id), "cancel")
 
 
 async def acancel_task(task: Task) -> None:

@@ -55,9 +55,13 @@ def task_group(task_id: str) -> str:
     return f"django_mcp.task.{task_id}"
 
 
-def control_group(task_id: str) -> str:
-    """The Channels group the process running this task listens on for cancel and input."""
-    return f"django_mcp.taskctl.{task_id}"
+def control_group(node: str) -> str:
+    """The Channels group a runner (``Task.node``) listens on for cancel and input of the tasks it runs."""
+    return f"django_mcp.taskctl.{node}"
+
+
+CONTROL_REJOIN_SECONDS = 3600.0
+"""How often a runner joins its control group again (channel layers expire group members, after a day by default)."""
 
 
 async def publish(task: Task) -> None:
@@ -241,6 +245,8 @@ class TaskRunner:
         self._maintenance: asyncio.Task[None] | None = None
         self._channel: str | None = None
         self._receiver: asyncio.Task[None] | None = None
+        self._joined_at: float | None = None
+        self._early: dict[str, set[str]] = {}  # control that came for a task between its commit and its start
 
     def running_here(self, task_id: str) -> bool:
         """Whether this runner runs the task."""
@@ -248,11 +254,21 @@ class TaskRunner:
 
     # -- running -------------------------------------------------------------------------
 
+    def expect(self, task_id: str) -> None:
+        """Hold control for a task about to be committed with this runner's node, until :meth:`start`."""
+        self._early[task_id] = set()
+
+    def unexpect(self, task_id: str) -> None:
+        """The expected task will not start here (its row was not committed, or not claimed)."""
+        self._early.pop(task_id, None)
+
     def start(self, task: Task, tool: Tool, run: Run, capabilities: Mapping[str, Any]) -> asyncio.Task[None]:
         """Run ``run(context)`` in the background, supervised (called once the row is committed)."""
         context = RunningTask(self, task, tool, capabilities)
         loop = asyncio.get_running_loop()
         self._running[context.id] = context
+        for op in self._early.pop(context.id, ()):
+            self.act_here(context.id, op)
         supervisor = loop.create_task(self._supervise(context, run), context=contextvars.Context())
         self._supervisors[context.id] = supervisor
         self.ensure_maintenance(loop)
@@ -263,15 +279,15 @@ class TaskRunner:
         async with ThreadSensitiveContext() as thread_context:
             work = asyncio.ensure_future(call_run(run, context))
             context.work = work
+            if context.signal.is_set():  # cancelled before it started
+                work.cancel()
             try:
-                await self._subscribe(context.id)
                 finished = await self._outcome(context, work)
                 if finished is not None:
                     await publish(finished)
             finally:
                 self._running.pop(context.id, None)
                 self._supervisors.pop(context.id, None)
-                await self._unsubscribe(context.id)
                 # Only a run that used its thread has connections there; asking an unused context to
                 # close them would start a thread (and a joiner) per task just to find none.
                 if thread_context in SyncToAsync.context_to_thread_executor:
@@ -308,10 +324,14 @@ class TaskRunner:
     # -- control ---------------------------------------------------------------------------
 
     def act_here(self, task_id: str, op: str) -> bool:
-        """Cancel or wake a task this runner runs. False if it does not run here."""
+        """Cancel or wake a task this runner runs (or is about to). False if it does not run here."""
         context = self._running.get(task_id)
         if context is None:
-            return False
+            early = self._early.get(task_id)
+            if early is None:
+                return False
+            early.add(op)
+            return True
         if op == "cancel":
             context.signal.set()
             if context.work is not None:
@@ -320,35 +340,30 @@ class TaskRunner:
             context.wake()
         return True
 
-    async def deliver(self, task_id: str, op: str) -> None:
-        """Deliver ``cancel`` or ``input`` to whichever process runs the task."""
-        if not self.act_here(task_id, op):
-            await send_control(task_id, op)
+    async def deliver(self, task: Task, op: str) -> None:
+        """Deliver ``cancel`` or ``input`` to whichever runner runs the task (``task.node``)."""
+        if not self.act_here(str(task.id), op) and task.node:
+            await send_control(task.node, str(task.id), op)
 
-    async def _subscribe(self, task_id: str) -> None:
-        """Join the task's control group on this runner's one channel; then re-read what came before."""
-        layer = get_channel_layer()
-        if layer is not None:
-            try:
-                if self._channel is None or self._receiver is None or self._receiver.done():
-                    self._channel = await layer.new_channel()
-                    self._receiver = asyncio.get_running_loop().create_task(
-                        self._receive(layer, self._channel), context=contextvars.Context()
-                    )
-                await layer.group_add(control_group(task_id), self._channel)
-            except Exception:
-                logger.warning("Task %s: no control channel; relying on the database", task_id, exc_info=True)
-        task = await self.store.reload(task_id)
-        if task is not None and task.cancel_requested:
-            self.act_here(task_id, "cancel")
-        if task is not None and task.input_responses:
-            self.act_here(task_id, "input")
+    async def control_ready(self) -> None:
+        """Listen on this runner's control group; call before committing a row with this runner's node.
 
-    async def _unsubscribe(self, task_id: str) -> None:
+        One channel and one group per runner, joined before any of its tasks exists, so no control
+        message can come before the runner listens (and a task costs no join or leave of its own).
+        """
         layer = get_channel_layer()
-        if layer is not None and self._channel is not None:
-            with contextlib.suppress(Exception):
-                await layer.group_discard(control_group(task_id), self._channel)
+        if layer is None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            if self._channel is None or self._receiver is None or self._receiver.done():
+                self._channel, self._joined_at = await layer.new_channel(), None
+                self._receiver = loop.create_task(self._receive(layer, self._channel), context=contextvars.Context())
+            if self._joined_at is None or loop.time() - self._joined_at > CONTROL_REJOIN_SECONDS:
+                await layer.group_add(control_group(self.node), self._channel)
+                self._joined_at = loop.time()
+        except Exception:
+            logger.warning("No task control channel; relying on the database", exc_info=True)
 
     async def _receive(self, layer: Any, channel: str) -> None:
         try:
@@ -387,6 +402,7 @@ class TaskRunner:
 
     async def maintain_once(self, lease_seconds: float) -> None:
         if self._running:
+            await self.control_ready()  # stays in its group while long tasks run
             flagged, answered, vanished = await self.store.renew_leases(list(self._running), lease_seconds)
             for task_id in vanished:  # deleted or finished elsewhere: stop the run, record nothing
                 context = self._running.get(task_id)
@@ -424,13 +440,13 @@ class TaskRunner:
                 background.cancel()
 
 
-async def send_control(task_id: str, op: str) -> None:
-    """Send ``cancel`` or ``input`` to whichever process runs the task, through the Channels layer."""
+async def send_control(node: str, task_id: str, op: str) -> None:
+    """Send ``cancel`` or ``input`` for a task to the runner ``node``, through the Channels layer."""
     layer = get_channel_layer()
     if layer is None:
         return  # the owner finds the flag or the answers in the row at its next maintenance
     try:
-        await layer.group_send(control_group(task_id), {"type": CONTROL_TYPE, "task": task_id, "op": op})
+        await layer.group_send(control_group(node), {"type": CONTROL_TYPE, "task": task_id, "op": op})
     except Exception:
         logger.warning("Could not deliver %s for task %s through the channel layer", op, task_id)
 

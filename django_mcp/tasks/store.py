@@ -66,6 +66,7 @@ def _parse_id(task_id: Any) -> uuid.UUID | None:
 
 def create(
     *,
+    task_id: uuid.UUID | None = None,
     tool: str,
     owner: str,
     scope: str,
@@ -93,6 +94,7 @@ def create(
         if max_tasks_per_owner is not None:
             _take_place(scope, owner, max_tasks_per_owner, now)
         return Task.objects.create(
+            id=task_id or uuid.uuid4(),
             tool=tool,
             owner=owner,
             scope=scope,
