@@ -8,14 +8,14 @@ them).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from functools import wraps
-from typing import Any, ParamSpec, TypeVar, cast
+from functools import partial, wraps
+from typing import Any, ParamSpec, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
 from django.db.models import Count, F, QuerySet
 from django.db.models.functions import Greatest
@@ -55,6 +55,11 @@ class TaskLimitReached(Exception):  # noqa: N818
         super().__init__(f"{which} cap of {limit} reached")
         self.which = which
         self.limit = limit
+
+
+def _first(tasks: QuerySet[Task]) -> Task | None:
+    """The first row, unordered: the lookups here are by primary key, and ``Task.Meta.ordering`` is for people."""
+    return next(iter(tasks.order_by()[:1]), None)
 
 
 def _parse_id(task_id: Any) -> uuid.UUID | None:
@@ -165,7 +170,7 @@ def visible(task_id: Any, owner: str) -> Task | None:
     pk = _parse_id(task_id)
     if pk is None:
         return None
-    task = Task.objects.filter(pk=pk, owner=owner).first()
+    task = _first(Task.objects.filter(pk=pk, owner=owner))
     if task is not None and task.expires_at is not None and task.expires_at <= timezone.now():
         _forget(Task.objects.filter(pk=pk))
         return None
@@ -180,19 +185,19 @@ def visible_many(task_ids: Iterable[Any], owner: str) -> list[Task]:
 
 
 def reload(task_id: Any) -> Task | None:
-    return Task.objects.filter(pk=task_id).first()
+    return _first(Task.objects.filter(pk=task_id))
 
 
 def set_status_message(task_id: Any, message: str) -> Task | None:
     """Change an active task's status message; None if the task is no longer active."""
     moved = Task.objects.filter(pk=task_id, status__in=ACTIVE).update(status_message=message, updated_at=timezone.now())
-    return Task.objects.filter(pk=task_id).first() if moved else None
+    return _first(Task.objects.filter(pk=task_id)) if moved else None
 
 
 def park(task_id: Any, requests: Mapping[str, Any]) -> Task | None:
     """Add outstanding input requests and move the task to ``input_required``."""
     with transaction.atomic():
-        task = Task.objects.select_for_update().filter(pk=task_id, status__in=ACTIVE).first()
+        task = _first(Task.objects.select_for_update().filter(pk=task_id, status__in=ACTIVE))
         if task is None:
             return None
         task.input_requests = {**task.input_requests, **requests}
@@ -214,7 +219,7 @@ def answer(task_id: Any, owner: str, responses: Mapping[str, Any]) -> tuple[Task
         return None, []
     now = timezone.now()
     with transaction.atomic():
-        task = Task.objects.select_for_update().filter(pk=pk, owner=owner).live(now).first()
+        task = _first(Task.objects.select_for_update().filter(pk=pk, owner=owner).live(now))
         if task is None:
             return None, []
         accepted = [k for k in responses if k in task.input_requests] if task.status in ACTIVE else []
@@ -233,7 +238,7 @@ def take_answers(task_id: Any, keys: Iterable[str]) -> dict[str, Any] | None:
     """Consume the received answers among ``keys``; None if the task is gone or no longer active."""
     keys = list(keys)
     with transaction.atomic():
-        task = Task.objects.select_for_update().filter(pk=task_id, status__in=ACTIVE).first()
+        task = _first(Task.objects.select_for_update().filter(pk=task_id, status__in=ACTIVE))
         if task is None:
             return None
         taken = {k: task.input_responses[k] for k in keys if k in task.input_responses}
@@ -252,7 +257,7 @@ def request_cancel(task_id: Any, owner: str | None) -> Task | None:
     if owner is not None:
         tasks = tasks.for_owner(owner)
     tasks.active().update(cancel_requested=True)
-    return tasks.first()
+    return _first(tasks)
 
 
 def finish(
@@ -265,7 +270,7 @@ def finish(
         fields["status_message"] = message
     if not Task.objects.transition(task_id, ACTIVE, status, **fields):
         return None
-    return Task.objects.filter(pk=task_id).first()
+    return _first(Task.objects.filter(pk=task_id))
 
 
 def renew_leases(task_ids: list[str], lease_seconds: float) -> tuple[list[str], list[str], list[str]]:
@@ -362,7 +367,7 @@ def claim(task_id: Any, node: str, lease_seconds: float, status_message: str) ->
             updated_at=now,
         )
     )
-    return Task.objects.filter(pk=task_id).first() if moved else None
+    return _first(Task.objects.filter(pk=task_id)) if moved else None
 
 
 def cancel_queued(task_id: Any) -> Task | None:
@@ -378,7 +383,7 @@ def cancel_queued(task_id: Any) -> Task | None:
             updated_at=timezone.now(),
         )
     )
-    return Task.objects.filter(pk=task_id).first() if moved else None
+    return _first(Task.objects.filter(pk=task_id)) if moved else None
 
 
 def lease_lapsed(task: Task) -> bool:
@@ -397,7 +402,7 @@ def fail_if_owner_gone(task: Task, error: dict[str, Any]) -> Task:
     Task.objects.filter(pk=task.pk, status__in=ACTIVE, lease_expires_at__lte=now).update(
         status=TaskStatus.FAILED, error=error, status_message=error["message"], input_requests={}, updated_at=now
     )
-    return Task.objects.filter(pk=task.pk).first() or task
+    return _first(Task.objects.filter(pk=task.pk)) or task
 
 
 def sweep_expired(now: datetime | None = None) -> int:
@@ -450,10 +455,14 @@ class TaskStore:
         self.sweep_expired_batch = self._door(sweep_expired_batch)
 
     def _door(self, fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
-        return cast(
-            Callable[P, Coroutine[Any, Any, R]],
-            sync_to_async(_guarded(fn), thread_sensitive=False, executor=self._executor),
-        )
+        # Straight to the pool: these functions need no context variables and no thread-sensitive
+        # routing, which sync_to_async would spend more on than a primary-key query costs.
+        guarded, executor = _guarded(fn), self._executor
+
+        async def door(*args: P.args, **kwargs: P.kwargs) -> R:
+            return await asyncio.get_running_loop().run_in_executor(executor, partial(guarded, *args, **kwargs))
+
+        return door
 
     def close(self) -> None:
         """Stop the threads once their work is done."""
