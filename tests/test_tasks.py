@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 import re
+import time
 import uuid
 from typing import Any
 
@@ -15,6 +16,7 @@ from asgiref.sync import sync_to_async
 from django_mcp.models import Task
 from django_mcp.tasks import EXTENSION_ID, astart_task
 from django_mcp.tasks.models import TaskQuota
+from django_mcp.tasks.store import new_task_id
 from tests.task_servers import EVENTS, small_server, stop_all_tasks
 from tests.wire import assert_wire, post, request_body
 
@@ -146,11 +148,20 @@ async def test_start_task_without_the_plugin_runs_the_body_in_the_request():
 # -- the handle and polling ----------------------------------------------------------------
 
 
+def test_task_ids_are_uuid7_in_creation_order_and_unique():
+    ids = [new_task_id() for _ in range(2000)]
+    assert {(i.version, i.variant) for i in ids} == {(7, uuid.RFC_4122)}
+    assert len(set(ids)) == len(ids)
+    stamps = [i.int >> 80 for i in ids]
+    assert stamps == sorted(stamps)  # millisecond first
+    assert abs(stamps[-1] - time.time() * 1000) < 5_000
+
+
 async def test_handle_is_flat_and_committed_before_it_is_returned(async_client):
     handle = await create(async_client, "slow", {"seconds": 30})
     assert_wire(handle, "CreateTaskResult", TASKS_SCHEMA)
     assert handle["resultType"] == "task"
-    assert uuid.UUID(handle["taskId"]).version == 4
+    assert uuid.UUID(handle["taskId"]).version == 7  # time-ordered: appends to the primary-key index
     assert handle["status"] == "working"
     assert ISO.match(handle["createdAt"]) and ISO.match(handle["lastUpdatedAt"])
     assert (handle["ttlMs"], handle["pollIntervalMs"]) == (60_000, 250)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import logging
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -370,7 +369,7 @@ class McpTasks(ExtensionPlugin):
         settings = get_tasks_settings()
         arguments = request.params.get("arguments") or {}
         refuse_unstorable(arguments, "arguments")
-        task_id = uuid.uuid4()
+        task_id = task_store.new_task_id()
         if not backend:  # this runner runs it: listening for its control before the row exists
             await self.runner.control_ready()
             self.runner.expect(str(task_id))
