@@ -580,3 +580,27 @@ async def test_a_nul_character_in_arguments_or_answers_is_refused_as_params(asyn
     body = await rpc(async_client, "tools/call", {"name": "quick", "arguments": {"text": "a\u0000b"}}, status=400)
     assert error_of(body)["code"] == -32602 and "NUL" in error_of(body)["message"]
     assert await Task.objects.filter(tool="quick").acount() == 0
+
+
+async def test_the_primary_key_read_loads_a_task_exactly_as_the_orm_does(async_client):
+    # store._read builds its SQL and converters from the model once; every field must come back as
+    # the ORM loads it (UUIDs, datetimes, JSON, the user foreign key), on SQLite and on PostgreSQL.
+    from django.contrib.auth.models import User
+
+    from django_mcp.tasks import store
+
+    user = await User.objects.acreate(username="reader")
+    handle = await create(async_client, "slow", {"seconds": 30}, caps=EXT)
+    await Task.objects.filter(pk=handle["taskId"]).aupdate(
+        user=user, result={"content": [{"type": "text", "text": "é"}]}, input_requests={"k": {"method": "x"}}
+    )
+    orm = await Task.objects.aget(pk=handle["taskId"])
+    fast = await sync_to_async(store._read)(uuid.UUID(handle["taskId"]), orm.owner)
+
+    def fields(task: Task) -> dict[str, Any]:
+        return {f.attname: getattr(task, f.attname) for f in Task._meta.concrete_fields}
+
+    assert fast is not None and fields(fast) == fields(orm)
+    assert (fast._state.adding, fast._state.db) == (False, orm._state.db)
+    assert await sync_to_async(store._read)(uuid.UUID(handle["taskId"]), "someone else") is None
+    assert await sync_to_async(store._read)(uuid.uuid4()) is None
