@@ -156,7 +156,7 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
     lifecycle.install_signal_handlers()
     headers = {name.lower(): value for name, value in request.headers.items()}
     settings = get_settings()
-    notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    outbox = _Outbox()
     try:
         body = _read_body(request, settings.MAX_REQUEST_BYTES)
         # The first rungs of the ladder are the same in both eras; the body is decoded once.
@@ -169,8 +169,8 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
                 context, session = await handshake.admit_post(server, request, obj, headers)
             except handshake.Handled as handled:
                 return handled.response
-            context.set_sink(notifications.put_nowait)
-            return await _respond(context, notifications, _serve_handshake(server, context, session))
+            context.set_sink(outbox.put)
+            return await _respond(context, outbox, _serve_handshake(server, context, session))
         admitted = admit_message(
             obj,
             headers,
@@ -191,10 +191,10 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
         params=message.params,
         meta=admitted.meta,
         headers=headers,
-        sink=notifications.put_nowait,
+        sink=outbox.put,
         namespace=server.urls_namespace,
     )
-    return await _respond(context, notifications, _serve_modern(server, context))
+    return await _respond(context, outbox, _serve_modern(server, context))
 
 
 def _parse(body: bytes) -> Any:
@@ -249,32 +249,43 @@ def _being_cancelled() -> bool:
     return task is not None and task.cancelling() > 0
 
 
+class _Outbox:
+    """What a handler sends before its response; the first message, or the response, wakes the view."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def put(self, message: dict[str, Any]) -> None:
+        self.queue.put_nowait(message)
+        self.wake()
+
+    def wake(self, *_: Any) -> None:
+        if not self.woken.done():
+            self.woken.set_result(None)
+
+
 async def _respond(
     context: McpRequest,
-    notifications: asyncio.Queue[dict[str, Any]],
+    outbox: _Outbox,
     serve: Coroutine[Any, Any, dict[str, Any] | ListenStream],
 ) -> HttpResponseBase:
     work: asyncio.Future[Outcome | ListenStream] = asyncio.ensure_future(_outcome(context, serve))
     work.add_done_callback(lambda _: context.finish())
-    first: asyncio.Future[dict[str, Any]] = asyncio.ensure_future(notifications.get())
+    work.add_done_callback(outbox.wake)
     try:
         # Answer plain JSON unless the handler has something to say before it
         # finishes: every mandated 4xx is known before we commit to SSE.
-        await asyncio.wait((work, first), return_when=asyncio.FIRST_COMPLETED)
+        await outbox.woken
     except asyncio.CancelledError:  # the client went away: cancel the handler
         work.cancel()
-        first.cancel()
         raise
-    if work.done() and not first.done():
-        first.cancel()
+    if work.done() and outbox.queue.empty():
         outcome = work.result()
         if isinstance(outcome, ListenStream):
             return _sse(outcome.events())
         return _json(*outcome)
-    if not first.done():
-        first.cancel()
-    pending = [first.result()] if first.done() and not first.cancelled() else []
-    return _sse(_stream(pending, notifications, work))
+    return _sse(_stream(outbox.queue, work))
 
 
 def _sse(events: AsyncIterator[bytes]) -> StreamingHttpResponse:
@@ -302,13 +313,11 @@ async def _outcome(
 
 
 async def _stream(
-    pending: list[dict[str, Any]],
-    notifications: asyncio.Queue[dict[str, Any]],
-    work: asyncio.Future[Outcome | ListenStream],
+    notifications: asyncio.Queue[dict[str, Any]], work: asyncio.Future[Outcome | ListenStream]
 ) -> AsyncIterator[bytes]:
     try:
-        for message in pending:
-            yield sse.event(message)
+        while not notifications.empty():
+            yield sse.event(notifications.get_nowait())
         while not work.done():
             getter = asyncio.ensure_future(notifications.get())
             await asyncio.wait((work, getter), return_when=asyncio.FIRST_COMPLETED)
