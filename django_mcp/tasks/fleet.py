@@ -139,7 +139,7 @@ async def _claim_and_run(task_id: str, namespace: str, server: Any, plugin: McpT
                 await publish(done)
         return f"not run: {row.status if row is not None else 'deleted'}"
     await publish(claimed)
-    task = await store._door(_load)(task_id)  # through the store: its threads recycle their connections
+    task = await store._door(_load, writes=False)(task_id)  # through the store: its threads recycle their connections
     assert task is not None
     tool = server.dispatcher.tools.get(task.tool)
     try:

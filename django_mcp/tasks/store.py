@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import threading
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
@@ -29,22 +30,30 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _guarded(fn: Callable[P, R]) -> Callable[P, R]:
+_sqlite_writer = threading.Lock()
+
+
+def _guarded(fn: Callable[P, R], *, writes: bool) -> Callable[P, R]:
     @wraps(fn)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         # A pooled or server connection is recycled around every call (Django's own rule, as for a
         # request). A SQLite connection is a file handle whose reopening (and PRAGMAs) costs more
         # than the query: each of the few store threads keeps its own.
-        recycle = connection.vendor != "sqlite"
-        if recycle:
+        sqlite = connection.vendor == "sqlite"
+        if not sqlite:
             close_old_connections()
         try:
+            if sqlite and writes:
+                # SQLite has one writer at a time, and a writer that finds the file locked sleeps
+                # in its busy handler (1, 2, 5, 10 … ms): the store's threads queue here instead.
+                with _sqlite_writer:
+                    return fn(*args, **kwargs)
             return fn(*args, **kwargs)
         except DatabaseError:
             connection.close()  # never reuse a connection that just failed
             raise
         finally:
-            if recycle:
+            if not sqlite:
                 close_old_connections()
 
     return run
@@ -508,9 +517,9 @@ class TaskStore:
     def __init__(self, threads: int) -> None:
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="django-mcp-store")
         self.create = self._door(create)
-        self.visible = self._door(visible)
-        self.visible_many = self._door(visible_many)
-        self.reload = self._door(reload)
+        self.visible = self._door(visible, writes=False)  # deletes a task it finds expired: rarely
+        self.visible_many = self._door(visible_many, writes=False)
+        self.reload = self._door(reload, writes=False)
         self.set_status_message = self._door(set_status_message)
         self.park = self._door(park)
         self.answer = self._door(answer)
@@ -527,10 +536,10 @@ class TaskStore:
         self.fail_stale_queued = self._door(fail_stale_queued)
         self.sweep_expired_batch = self._door(sweep_expired_batch)
 
-    def _door(self, fn: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+    def _door(self, fn: Callable[P, R], *, writes: bool = True) -> Callable[P, Coroutine[Any, Any, R]]:
         # Straight to the pool: these functions need no context variables and no thread-sensitive
         # routing, which sync_to_async would spend more on than a primary-key query costs.
-        guarded, executor = _guarded(fn), self._executor
+        guarded, executor = _guarded(fn, writes=writes), self._executor
 
         async def door(*args: P.args, **kwargs: P.kwargs) -> R:
             return await asyncio.get_running_loop().run_in_executor(executor, partial(guarded, *args, **kwargs))
