@@ -632,6 +632,7 @@ def test_on_sqlite_the_store_threads_write_one_at_a_time_and_read_together():
         inside = most = 0
         guarded = store._guarded(work, writes=writes)
         with ThreadPoolExecutor(4) as pool:
-            list(pool.map(lambda _: guarded(), range(8)))
+            for future in [pool.submit(guarded) for _ in range(8)]:
+                future.result()
         seen[writes] = most
     assert seen[True] == 1 and seen[False] > 1, seen
