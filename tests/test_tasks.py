@@ -636,3 +636,19 @@ def test_on_sqlite_the_store_threads_write_one_at_a_time_and_read_together():
                 future.result()
         seen[writes] = most
     assert seen[True] == 1 and seen[False] > 1, seen
+
+
+def test_a_creation_whose_insert_fails_leaves_the_counters_as_they_were():
+    from django.db import IntegrityError
+
+    from django_mcp.tasks import store
+
+    fields = {
+        "tool": "t", "owner": "o", "scope": "give-back", "arguments": {}, "status_message": "", "ttl_ms": None,
+        "poll_interval_ms": 100, "max_tasks": 5, "max_tasks_per_owner": 3, "node": "n", "lease_seconds": 30,
+    }  # fmt: skip
+    first = store.create(**fields)
+    with pytest.raises(IntegrityError):
+        store.create(task_id=first.id, **fields)  # the same id: the insert fails after the counting
+    counts = dict(TaskQuota.objects.filter(scope="give-back").values_list("owner", "count"))
+    assert counts == {"": 1, "o": 1}

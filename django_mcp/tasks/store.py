@@ -9,6 +9,7 @@ them).
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import threading
 import time
@@ -25,6 +26,8 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from .models import ACTIVE, TERMINAL, Task, TaskQuota, TaskStatus
+
+logger = logging.getLogger("django_mcp.tasks")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -168,36 +171,62 @@ def create(
     backend: str = "",
     **creator: Any,
 ) -> Task:
-    """Insert a ``working`` task, committed before this returns.
+    """Insert a ``working`` task, committed (durably) before this returns.
 
     Refuses past ``max_tasks`` retained by the server (``scope``) or ``max_tasks_per_owner`` by its
     owner. Each cap is one conditional increment of a counter row, so the cost does not grow with
     the table; only a creation at a cap sweeps expired tasks (the lazy sweep) before it refuses.
     """
     now = timezone.now()
+    row = Task(
+        id=task_id or new_task_id(),
+        tool=tool,
+        owner=owner,
+        scope=scope,
+        arguments=dict(arguments),
+        status_message=status_message,
+        ttl_ms=ttl_ms,
+        poll_interval_ms=poll_interval_ms,
+        created_at=now,
+        updated_at=now,
+        expires_at=now + timedelta(milliseconds=ttl_ms) if ttl_ms is not None else None,
+        node=node,
+        # A queued task (no node) has no lease: nobody runs it yet, so nobody may reap it.
+        lease_expires_at=now + timedelta(seconds=lease_seconds) if lease_seconds is not None else None,
+        request_meta=dict(request_meta or {}),
+        backend=backend,
+        **creator,  # user and owner_kind: who created it, for people reading the admin
+    )
+    # Every creation on a server updates its counter row, whose lock is held until commit. On
+    # PostgreSQL the counting commits on its own without waiting for its WAL flush, so creations do
+    # not queue behind each other's fsync; the task's own commit comes later in the same WAL and
+    # waits for the flush, which makes the counting durable too. A failed insert gives the place back.
+    separate = connection.vendor == "postgresql"
     with transaction.atomic():
+        if separate:
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
         _take_place(scope, "", max_tasks, now)  # the server's row first, then the owner's: one lock order
         if max_tasks_per_owner is not None:
             _take_place(scope, owner, max_tasks_per_owner, now)
-        return Task.objects.create(
-            id=task_id or new_task_id(),
-            tool=tool,
-            owner=owner,
-            scope=scope,
-            arguments=dict(arguments),
-            status_message=status_message,
-            ttl_ms=ttl_ms,
-            poll_interval_ms=poll_interval_ms,
-            created_at=now,
-            updated_at=now,
-            expires_at=now + timedelta(milliseconds=ttl_ms) if ttl_ms is not None else None,
-            node=node,
-            # A queued task (no node) has no lease: nobody runs it yet, so nobody may reap it.
-            lease_expires_at=now + timedelta(seconds=lease_seconds) if lease_seconds is not None else None,
-            request_meta=dict(request_meta or {}),
-            backend=backend,
-            **creator,  # user and owner_kind: who created it, for people reading the admin
-        )
+        if not separate:
+            row.save(force_insert=True)
+            return row
+    try:
+        row.save(force_insert=True)
+    except BaseException:
+        _give_back(scope, owner if max_tasks_per_owner is not None else None)
+        raise
+    return row
+
+
+def _give_back(scope: str, owner: str | None) -> None:
+    """Undo the counting of a task whose row was not inserted (best effort: a lost place until a recount)."""
+    try:
+        for who in ("", owner) if owner is not None else ("",):
+            TaskQuota.objects.filter(scope=scope, owner=who).update(count=Greatest(F("count") - 1, 0))
+    except DatabaseError:
+        logger.warning("Could not give back the place of a task that was not created (mcp_clear_tasks --recount)")
 
 
 def _take_place(scope: str, owner: str, limit: int, now: datetime) -> None:
@@ -206,14 +235,30 @@ def _take_place(scope: str, owner: str, limit: int, now: datetime) -> None:
     One ``UPDATE … SET count = count + 1 WHERE count < limit``: the database serialises concurrent
     creations on the row (held to commit), so the cap is exact across processes.
     """
-    quota = TaskQuota.objects.filter(scope=scope, owner=owner)
     swept = False
-    while not quota.filter(count__lt=limit).update(count=F("count") + 1):
+    while not _increment(scope, owner, limit):
         if _start_counting(scope, owner):
             continue  # the row did not exist: made from a count, try again
         if swept or not sweep_expired_batch(now, scope):
             raise TaskLimitReached("owner" if owner else "server", limit)
         swept = True  # expired tasks freed their place: try once more
+
+
+def _increment(scope: str, owner: str, limit: int) -> bool:
+    """``UPDATE quota SET count = count + 1 WHERE scope, owner AND count < limit``; whether a row moved.
+
+    Written once from the model rather than compiled per creation (it runs on every one).
+    """
+    qn = connection.ops.quote_name
+    columns = {field.name: qn(str(field.column)) for field in TaskQuota._meta.concrete_fields}
+    count, scope_col, owner_col = columns["count"], columns["scope"], columns["owner"]
+    sql = (
+        f"UPDATE {qn(TaskQuota._meta.db_table)} SET {count} = {count} + 1 "  # noqa: S608 - names from the model
+        f"WHERE {scope_col} = %s AND {owner_col} = %s AND {count} < %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [scope, owner, limit])
+        return bool(cursor.rowcount == 1)
 
 
 def _start_counting(scope: str, owner: str) -> bool:
