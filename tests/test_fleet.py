@@ -343,3 +343,33 @@ def test_task_backend_options_are_validated(value):
 @pytest.mark.parametrize("value", [None, "fleet"])
 def test_task_backend_options_accepted(value):
     McpTasks.tool_options["task_backend"](value)
+
+
+async def test_the_enqueue_and_the_job_id_share_one_store_thread_and_connection(async_client, monkeypatch):
+    # A request that held a connection for the enqueue while a store thread took another for the
+    # job id starved a small pool: 8 concurrent calls on psycopg's pool of 4 all timed out (bench/fleet.py).
+    import threading
+
+    from django_tasks_db.backend import DatabaseBackend
+
+    from django_mcp.tasks import store
+
+    threads: dict[str, int] = {}
+    enqueue, set_job = DatabaseBackend.enqueue, store.set_job
+
+    def spy_enqueue(self, *args, **kwargs):
+        threads["enqueue"] = threading.get_ident()
+        return enqueue(self, *args, **kwargs)
+
+    def spy_set_job(*args, **kwargs):
+        threads["set_job"] = threading.get_ident()
+        return set_job(*args, **kwargs)
+
+    monkeypatch.setattr(DatabaseBackend, "enqueue", spy_enqueue)
+    monkeypatch.setattr("django_mcp.tasks.fleet.set_job", spy_set_job)
+    body = request_body("tools/call", {"name": "sleeper", "arguments": {}}, capabilities=CLIENT)
+    response = await post(async_client, body, path=PATH, headers=TENANT)
+    assert response.status_code == 200, response.content
+    assert threads["enqueue"] == threads["set_job"] != threading.get_ident()
+    task = await Task.objects.aget(pk=json.loads(response.content)["result"]["taskId"])
+    assert task.job_id

@@ -21,6 +21,7 @@ from django.db import close_old_connections
 from ..server.handlers import call_handler
 from .conf import get_tasks_settings
 from .models import ACTIVE, Task, TaskStatus
+from .store import set_job
 
 if TYPE_CHECKING:
     from .plugin import McpTasks
@@ -61,10 +62,19 @@ def __getattr__(name: str) -> Any:
 
 
 async def aenqueue(task: Task, backend: str, queue: str, namespace: str, store: TaskStore) -> None:
-    """Enqueue the body of ``task`` on ``backend`` (raises when the backend refuses or is down)."""
+    """Enqueue the body of ``task`` on ``backend`` (raises when the backend refuses or is down).
+
+    The enqueue and the job id's write run in one store thread, on one connection: a request that
+    held one connection for the enqueue while waiting for a store thread to get another starved a
+    small pool (8 concurrent calls on a pool of 4 all timed out).
+    """
+    await store._door(_enqueue)(task.id, backend, queue, namespace)
+
+
+def _enqueue(task_id: Any, backend: str, queue: str, namespace: str) -> None:
     job = get_run_mcp_task().using(backend=backend, queue_name=queue)
-    result = await job.aenqueue(str(task.id), namespace)
-    await store.set_job(task.id, str(result.id))
+    result = job.enqueue(str(task_id), namespace)
+    set_job(task_id, str(result.id))
 
 
 def find_plugin(namespace: str) -> tuple[Any, McpTasks]:
