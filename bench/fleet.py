@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -125,29 +124,9 @@ SMOKE = Scale(
 def snapshot(work: Path) -> tuple[Path, dict[str, Any]]:
     """Copy django_mcp/, example_project/ and manage.py as they are now, and write the settings module."""
     src = work / "src"
-    shutil.rmtree(src, ignore_errors=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.sqlite3*")
-    for name in ("django_mcp", "example_project"):
-        shutil.copytree(ROOT / name, src / name, ignore=ignore)
-    shutil.copy2(ROOT / "manage.py", src / "manage.py")
+    copied = harness.copy_source(src, ("django_mcp", "example_project"), ("manage.py",))
     (src / "fleet_settings.py").write_text(SETTINGS)
-    digest = hashlib.sha256()
-    for path in sorted([*(src / "django_mcp").rglob("*.py"), *(src / "example_project").rglob("*.py")]):
-        digest.update(path.relative_to(src).as_posix().encode() + b"\0" + path.read_bytes())
-
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.TimeoutExpired):
-            return ""
-
-    dirty = git("status", "--porcelain", "--", "django_mcp", "example_project")
-    return src, {
-        "git_commit": git("rev-parse", "HEAD") or "unknown",
-        "uncommitted_changes": bool(dirty),
-        "files_changed": dirty.splitlines(),
-        "source_sha256": digest.hexdigest(),
-    }
+    return src, copied
 
 
 def median(values: list[float | None]) -> float | None:

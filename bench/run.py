@@ -300,13 +300,16 @@ def ensure_venv(name: str, base_python: str) -> tuple[bool, str]:
     return True, f"built in {time.monotonic() - started:.0f} s"
 
 
-def snapshot_source() -> tuple[Path, dict[str, Any]]:
-    """Copy django_mcp/ as it is now, so every server of the run serves the same code."""
-    src = WORK / "src"
+def copy_source(src: Path, packages: tuple[str, ...], files: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Copy ``packages`` (and ``files``) of the project into ``src`` as they are now; which code that is."""
     shutil.rmtree(src, ignore_errors=True)
-    shutil.copytree(ROOT / "django_mcp", src / "django_mcp", ignore=shutil.ignore_patterns("__pycache__"))
+    ignore = shutil.ignore_patterns("__pycache__", "*.sqlite3*")
+    for name in packages:
+        shutil.copytree(ROOT / name, src / name, ignore=ignore)
+    for name in files:
+        shutil.copy2(ROOT / name, src / name)
     digest = hashlib.sha256()
-    for path in sorted((src / "django_mcp").rglob("*.py")):
+    for path in sorted(path for name in packages for path in (src / name).rglob("*.py")):
         digest.update(path.relative_to(src).as_posix().encode() + b"\0" + path.read_bytes())
 
     def git(*args: str) -> str:
@@ -315,13 +318,20 @@ def snapshot_source() -> tuple[Path, dict[str, Any]]:
         except (OSError, subprocess.TimeoutExpired):
             return ""
 
-    dirty = git("status", "--porcelain", "--", "django_mcp")
-    return src, {
+    dirty = git("status", "--porcelain", "--", *packages)
+    return {
         "git_commit": git("rev-parse", "HEAD") or "unknown",
-        "django_mcp_uncommitted_changes": bool(dirty),
-        "django_mcp_files_changed": dirty.splitlines(),
-        "django_mcp_source_sha256": digest.hexdigest(),
+        "uncommitted_changes": bool(dirty),
+        "files_changed": dirty.splitlines(),
+        "source_sha256": digest.hexdigest(),
     }
+
+
+def snapshot_source() -> tuple[Path, dict[str, Any]]:
+    """Copy django_mcp/ as it is now, so every server of the run serves the same code."""
+    src = WORK / "src"
+    copied = copy_source(src, ("django_mcp",))
+    return src, {key if key == "git_commit" else f"django_mcp_{key}": value for key, value in copied.items()}
 
 
 def machine() -> dict[str, Any]:
