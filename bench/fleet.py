@@ -144,46 +144,12 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 2) if a and b else None
 
 
-class Proc:
-    """One process of the run (daphne, a db_worker), optionally pinned to a core; stopped by its PID only."""
+Proc = harness.Proc
 
-    def __init__(self, name: str, args: list[str], env: dict[str, str], cwd: Path, logs: Path, core: int | None):
-        if core is not None:
-            args = ["taskset", "-c", str(core), *args]  # taskset execs: the PID is the program's
-        self.name = name
-        self.log_path = logs / f"{name}-{datetime.now().strftime('%H%M%S%f')}.log"
-        self._log = self.log_path.open("wb")
-        self.proc = subprocess.Popen(  # our own interpreter and arguments
-            args, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
-        )
 
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def tail(self) -> str:
-        with contextlib.suppress(OSError):
-            return self.log_path.read_text(errors="replace")[-1500:]
-        return ""
-
-    def wait_for(self, ready: Any, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}: {self.tail()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name} was not ready within {timeout} s: {self.tail()}")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self._log.close()
+def proc(name: str, args: list[str], env: dict[str, str], cwd: Path, logs: Path, core: int | None) -> harness.Proc:
+    """One process of the run (daphne, a db_worker), its log in ``logs``; stopped by its PID only."""
+    return harness.Proc(name, args, env, cwd, logs / f"{name}-{datetime.now().strftime('%H%M%S%f')}.log", core)
 
 
 # ---------------------------------------------------------------------------------------------- the run
@@ -260,7 +226,7 @@ class Fleet:
     def start_web(self, fleet: bool) -> Proc:
         port = harness.free_port()
         args = [self.python, "-m", "daphne", "-v", "0", "-b", HOST, "-p", str(port), "example_project.asgi:application"]
-        web = Proc("web", args, self.env(fleet), self.src, self.logs, WEB_CORE if self.pin else None)
+        web = proc("web", args, self.env(fleet), self.src, self.logs, WEB_CORE if self.pin else None)
         web.port = port  # type: ignore[attr-defined]
         self.live.append(web)
         started = time.monotonic()
@@ -274,7 +240,7 @@ class Fleet:
         workers = []
         for i, core in enumerate(cores):
             workers.append(
-                Proc(f"worker{i + 1}", args, self.env(True), self.src, self.logs, core if self.pin else None)
+                proc(f"worker{i + 1}", args, self.env(True), self.src, self.logs, core if self.pin else None)
             )
         self.live.extend(workers)
         started = time.monotonic()

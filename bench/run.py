@@ -352,8 +352,55 @@ def machine() -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- processes
 
 
-class Server:
-    """One server process on 127.0.0.1, pinned to ``core``; stopped by its PID only."""
+class Proc:
+    """One process of a run, optionally pinned to a core (taskset execs: the PID is the program's); stopped by PID."""
+
+    def __init__(self, name: str, args: list[str], env: dict[str, str], cwd: Path, log_path: Path, core: int | None):
+        if core is not None:
+            args = ["taskset", "-c", str(core), *args]
+        self.name = name
+        self.log_path = log_path
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(  # our own interpreter and arguments
+            args, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.started = time.monotonic()
+        self.on_stop: Any = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def tail(self) -> str:
+        with contextlib.suppress(OSError):
+            return self.log_path.read_text(errors="replace")[-1500:]
+        return ""
+
+    def wait_for(self, ready: Any, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}: {self.tail()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} was not ready within {timeout} s: {self.tail()}")
+            time.sleep(0.05)
+
+    def stop(self, kill: bool = False, timeout: float = 15) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self._log.close()
+        if self.on_stop is not None:
+            self.on_stop(self.pid)
+
+
+class Server(Proc):
+    """One server process of a target on 127.0.0.1, pinned to ``core``."""
 
     def __init__(self, target: Target, python: str, env: dict[str, str], cwd: Path, pin: bool, core: int = 0) -> None:
         self.target = target
@@ -373,46 +420,11 @@ class Server:
             args += ["--no-access-log", "--log-level", "warning", "--loop", "uvloop", "--http", "httptools"]
             if not _has_module(python, "uvloop"):  # the smoke run's interpreter may lack them
                 args = args[: args.index("--loop")]
-        if pin:
-            args = ["taskset", "-c", str(core), *args]
-        self.log_path = WORK / "logs" / f"{target.name.replace(' ', '_')}-{self.port}.log"
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("wb")
-        self.proc = subprocess.Popen(  # our own interpreter and arguments
-            args, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        self.started = time.monotonic()
-        self.on_stop: Any = None
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
+        log_path = WORK / "logs" / f"{target.name.replace(' ', '_')}-{self.port}.log"
+        super().__init__(target.name, args, env, cwd, log_path, core if pin else None)
 
     def wait_ready(self, timeout: float = 40.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not tcp_open(HOST, self.port):
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.target.name} exited with {self.proc.returncode}: {self.tail()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.target.name} did not listen within {timeout} s: {self.tail()}")
-            time.sleep(0.05)
-
-    def tail(self) -> str:
-        with contextlib.suppress(OSError):
-            return self.log_path.read_text(errors="replace")[-1500:]
-        return ""
-
-    def stop(self, kill: bool = False) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self._log.close()
-        if self.on_stop is not None:
-            self.on_stop(self.pid)
+        self.wait_for(lambda: tcp_open(HOST, self.port), timeout)
 
 
 _MODULES: dict[tuple[str, str], bool] = {}
