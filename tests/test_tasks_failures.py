@@ -279,3 +279,22 @@ async def test_control_is_sent_to_the_runner_that_owns_the_task(async_client):
         await PLUGIN.runner.deliver(task, "cancel")
         await PLUGIN.runner.deliver(Task(id=uuid.uuid4(), node=""), "cancel")  # queued: nobody to tell
     assert sent == [("another-process", str(task.id), "cancel")]
+
+
+async def test_a_row_of_this_runner_that_it_never_started_is_reaped_and_its_running_tasks_are_not(async_client):
+    # A request cancelled between the commit and the start leaves a row naming this runner that no
+    # one renews: the runner's own maintenance fails it once its lease lapsed, and never a task it runs.
+    running = (await create(async_client, "slow", {"seconds": 30}))["taskId"]
+    await Task.objects.filter(pk=running).aupdate(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    orphan = await Task.objects.acreate(
+        tool="slow",
+        owner="o",
+        scope="mcp_tasks",
+        poll_interval_ms=100,
+        node=PLUGIN.runner.node,
+        lease_expires_at=timezone.now() - timedelta(seconds=1),
+    )
+    await PLUGIN.runner.maintain_once(15)
+    await orphan.arefresh_from_db()
+    assert orphan.status == "failed" and orphan.error["message"].startswith("Task owner stopped")
+    assert (await Task.objects.aget(pk=running)).status == "working"  # renewed by the same maintenance round

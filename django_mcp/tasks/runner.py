@@ -414,7 +414,9 @@ class TaskRunner:
             for task_id in answered:
                 self.act_here(task_id, "input")
         await self.store.sweep_expired_batch()  # creation sweeps only at a cap: keep the table tidy here
-        for reaped in await self.store.reap_lapsed(self.node, OWNER_GONE):
+        # Also this runner's own rows that it does not run: committed by a request that was cancelled
+        # before it could start the task (their lease is never renewed).
+        for reaped in await self.store.reap_lapsed(list(self._running), OWNER_GONE):
             await publish(reaped)
         queued_timeout = get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS
         if queued_timeout is not None:

@@ -420,16 +420,17 @@ def renew_leases(task_ids: list[str], lease_seconds: float) -> tuple[list[str], 
     )
 
 
-def reap_lapsed(node: str, error: dict[str, Any], limit: int = 500) -> list[Task]:
-    """Fail active tasks of other processes whose lease lapsed (their process died): a bounded, batched sweep.
+def reap_lapsed(running: Iterable[str], error: dict[str, Any], limit: int = 500) -> list[Task]:
+    """Fail active tasks whose lease lapsed (their process died, or never started them): a bounded, batched sweep.
 
-    Returns the tasks failed here (compare-and-set: each is failed by exactly one sweeper).
+    ``running`` are the tasks the caller runs (and renews). Returns the tasks failed here
+    (compare-and-set: each is failed by exactly one sweeper).
     """
     now = timezone.now()
     lapsed = list(
         Task.objects.active()
         .filter(lease_expires_at__lte=now)
-        .exclude(node=node)
+        .exclude(pk__in=[pk for pk in (_parse_id(t) for t in running) if pk is not None])
         .order_by("lease_expires_at")
         .values_list("pk", flat=True)[:limit]
     )
