@@ -247,7 +247,7 @@ def _take_place(scope: str, owner: str, limit: int, now: datetime) -> None:
 def _increment(scope: str, owner: str, limit: int) -> bool:
     """``UPDATE quota SET count = count + 1 WHERE scope, owner AND count < limit``; whether a row moved.
 
-    Written once from the model rather than compiled per creation (it runs on every one).
+    Formatted from the model's names rather than compiled by the ORM (it runs on every creation).
     """
     qn = connection.ops.quote_name
     columns = {field.name: qn(str(field.column)) for field in TaskQuota._meta.concrete_fields}
