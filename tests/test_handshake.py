@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.wire import sse_messages
+from tests.wire import initialize_body, sse_messages
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,16 +26,7 @@ async def post(client, body, *, path="/mcp/", session=None, version="2025-11-25"
 
 
 async def initialize(client, *, version="2025-11-25", capabilities=None, path="/mcp/") -> tuple[str, dict[str, Any]]:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": version,
-            "capabilities": capabilities if capabilities is not None else {"elicitation": {}},
-            "clientInfo": {"name": "legacy-tests", "version": "1"},
-        },
-    }
+    body = initialize_body(version, capabilities if capabilities is not None else {"elicitation": {}}, "legacy-tests")
     response = await post(client, body, path=path)
     assert response.status_code == 200, response.content
     await post(
@@ -107,16 +98,7 @@ async def test_a_session_is_bound_to_its_principal(async_client):
     auth = {"Authorization": "Bearer alice-token"}
     response = await post(
         async_client,
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "x", "version": "1"},
-            },
-        },
+        initialize_body(),
         path="/mcp-bearer/",
         headers=auth,
     )

@@ -37,6 +37,18 @@ def request_body(method: str, params: dict[str, Any] | None = None, *, id: Any =
     return {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
 
 
+def initialize_body(
+    version: str = "2025-11-25", capabilities: dict[str, Any] | None = None, client: str = "tests"
+) -> dict[str, Any]:
+    """A handshake-era ``initialize`` request (id 0)."""
+    params = {
+        "protocolVersion": version,
+        "capabilities": capabilities or {},
+        "clientInfo": {"name": client, "version": "1"},
+    }
+    return {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+
+
 def headers_for(body: dict[str, Any]) -> dict[str, str]:
     """The headers a conforming client sends for ``body``."""
     headers = {

@@ -90,6 +90,49 @@ def server_process_handle(
     return ServerHandle(proc, base)
 
 
+class Daphne:
+    """One daphne process serving tests.asgi, restartable, signalled and stopped by PID only.
+
+    ``quiet``: daphne's own access log off, so its log holds what the project logged (WARNING and above).
+    """
+
+    def __init__(self, env: dict[str, str], *, quiet: bool = False) -> None:
+        self.env, self.quiet = env, quiet
+        self.handle: ServerHandle | None = None
+
+    def start(self) -> Daphne:
+        verbosity = ["-v", "0"] if self.quiet else []
+        args = ["-m", "daphne", *verbosity, "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"]
+        self.handle = server_process_handle(args, env=self.env)
+        return self
+
+    @property
+    def running(self) -> ServerHandle:
+        assert self.handle is not None, "not started"
+        return self.handle
+
+    @property
+    def url(self) -> str:
+        """The tasks test server's endpoint."""
+        return self.running.base + "/mcp-tasks/"
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.stop()
+            self.handle = None
+
+    def signal(self, sig: int) -> None:
+        os.kill(self.running.proc.pid, sig)
+
+    def wait_exit(self, timeout: float) -> int:
+        return self.running.proc.wait(timeout=timeout)
+
+    def log(self) -> str:
+        """Everything the process logged so far (pread: its file offset is left alone)."""
+        fd = self.running.proc.log.fileno()  # type: ignore[attr-defined]
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+
+
 class Redis:
     """A private redis-server on a free loopback port (no persistence), started and stopped by PID."""
 

@@ -29,8 +29,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.live.servers import ROOT, Redis, free_port, server_process_handle
-from tests.wire import headers_for, request_body
+from tests.live.servers import ROOT, Daphne, Redis, free_port
+from tests.wire import headers_for, initialize_body, request_body
 
 PG_BIN = next(iter(sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)), "")
 
@@ -139,34 +139,6 @@ class PrivatePostgres:
         self.proc = None
 
 
-class Worker:
-    """One daphne process (WARNING and above logged); stopped by PID."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-        self.handle: Any = None
-
-    def start(self) -> Worker:
-        self.handle = server_process_handle(
-            ["-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"], env=self.env
-        )
-        return self
-
-    @property
-    def url(self) -> str:
-        return self.handle.base + "/mcp-tasks/"
-
-    def stop(self) -> None:
-        if self.handle is not None:
-            self.handle.stop()
-            self.handle = None
-
-    def log(self) -> str:
-        """Everything the worker logged so far (pread: the worker's file offset is left alone)."""
-        fd = self.handle.proc.log.fileno()
-        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
-
-
 @pytest.fixture(scope="module")
 def stack():
     root = Path(tempfile.mkdtemp(prefix="django-mcp-outage-"))
@@ -255,16 +227,7 @@ async def open_listen(client: httpx.AsyncClient, url: str, id: str = "outage") -
 
 async def open_get_stream(client: httpx.AsyncClient, url: str) -> tuple[Any, Frames]:
     """A handshake-era session (initialize on this worker) and its GET stream."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "outage", "version": "1"},
-        },
-    }
+    init = initialize_body(client="outage")
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **TENANT}
     response = await client.post(url, content=json.dumps(init), headers=headers)
     assert response.status_code == 200, response.text
@@ -299,7 +262,7 @@ def _log_lines(text: str) -> int:
 
 async def test_redis_outage_ends_listen_and_get_streams_with_the_error_logs_little_and_recovers(stack):
     redis = stack["redis"]
-    a, b = Worker(stack["env"]), Worker(stack["env"])
+    a, b = Daphne(stack["env"], quiet=True), Daphne(stack["env"], quiet=True)
     try:
         a.start()
         b.start()
@@ -384,7 +347,7 @@ async def test_redis_outage_ends_listen_and_get_streams_with_the_error_logs_litt
 async def test_a_short_redis_restart_ends_the_streams_that_may_have_missed_notifications(stack):
     redis = stack["redis"]
     env = {**stack["env"], "OUTAGE_DJANGO_MCP": json.dumps({"LISTEN_LAYER_CHECK_SECONDS": 300})}
-    b = Worker(env)  # checks too rare to notice: only the reconnection tells
+    b = Daphne(env, quiet=True)  # checks too rare to notice: only the reconnection tells
     try:
         b.start()
         async with httpx.AsyncClient(timeout=30) as client:
@@ -402,7 +365,7 @@ async def test_a_short_redis_restart_ends_the_streams_that_may_have_missed_notif
 
 async def test_database_outage_answers_503_within_the_pool_timeout_and_recovers_within_seconds(stack):
     pg = stack["pg"]
-    worker = Worker(stack["env"])
+    worker = Daphne(stack["env"], quiet=True)
     try:
         worker.start()
         async with httpx.AsyncClient(timeout=120) as client:

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.live.servers import Redis, server_process_handle
-from tests.wire import headers_for, request_body
+from tests.live.servers import Daphne, Redis
+from tests.wire import headers_for, initialize_body, request_body
 
 pytestmark = [
     pytest.mark.live,
@@ -37,33 +37,6 @@ TENANT = {"X-Tenant": "live"}
 LEASE = 2.0
 FIGURES: dict[str, Any] = {}
 FIGURES_FILE = Path(os.environ.get("DJANGO_MCP_LIVE_FIGURES", "/tmp/django-mcp-live-figures.json"))
-
-
-class Worker:
-    """One daphne process; restartable, killable, by PID only."""
-
-    def __init__(self, name: str, env: dict[str, str]) -> None:
-        self.name, self.env = name, env
-        self.handle: Any = None
-
-    def start(self) -> None:
-        self.handle = server_process_handle(
-            ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"], env=self.env
-        )
-
-    @property
-    def url(self) -> str:
-        return self.handle.base + "/mcp-tasks/"
-
-    def stop(self) -> None:
-        if self.handle is not None:
-            self.handle.stop()
-
-    def signal(self, sig: int) -> None:
-        os.kill(self.handle.proc.pid, sig)
-
-    def wait_exit(self, timeout: float) -> int:
-        return self.handle.proc.wait(timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +56,7 @@ def cluster(django_db_setup, django_db_blocker):
         "DJANGO_MCP_TEST_LEASE": str(LEASE),
         "DJANGO_MCP_TEST_GRACE": "1",
     }
-    workers = {name: Worker(name, env) for name in ("A", "B")}
+    workers = {name: Daphne(env) for name in ("A", "B")}
     try:
         for worker in workers.values():
             worker.start()
@@ -344,18 +317,9 @@ async def _legacy_post(client, url, body, session=None):
 
 async def test_a_handshake_session_is_served_by_any_worker_and_answers_reach_the_asker(cluster):
     a, b = cluster["workers"]["A"], cluster["workers"]["B"]
-    url_a, url_b = a.handle.base + "/mcp/", b.handle.base + "/mcp/"
+    url_a, url_b = a.running.base + "/mcp/", b.running.base + "/mcp/"
     async with httpx.AsyncClient(timeout=10) as client:
-        init = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {"elicitation": {}},
-                "clientInfo": {"name": "x", "version": "1"},
-            },
-        }
+        init = initialize_body(capabilities={"elicitation": {}})
         opened = await _legacy_post(client, url_a, init)
         session = opened.headers["mcp-session-id"]
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
