@@ -652,3 +652,15 @@ def test_a_creation_whose_insert_fails_leaves_the_counters_as_they_were():
         store.create(task_id=first.id, **fields)  # the same id: the insert fails after the counting
     counts = dict(TaskQuota.objects.filter(scope="give-back").values_list("owner", "count"))
     assert counts == {"": 1, "o": 1}
+
+
+def test_giving_back_a_place_while_the_database_is_down_logs_and_does_not_mask_the_error(caplog):
+    from unittest import mock
+
+    from django.db import OperationalError
+
+    from django_mcp.tasks import store
+
+    with mock.patch.object(store.TaskQuota.objects, "filter", side_effect=OperationalError("down")):
+        store._give_back("give-back", "o")  # called while the insert's own error propagates
+    assert "mcp_clear_tasks --recount" in caplog.text
