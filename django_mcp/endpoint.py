@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .conf import get_settings
+from .conf import McpSettings, get_settings
 from .server.context import McpRequest
 from .server.dispatch import Dispatcher
 from .server.extensions import ExtensionPlugin
@@ -71,6 +71,7 @@ class McpServer:
             lifecycle.on_shutdown(plugin.shutdown)
         self._started: asyncio.Future[None] | None = None
         self._api: NinjaAPI | None = None
+        self._resolved: tuple[McpSettings, ResolvedOptions] | None = None  # static options, resolved once
         servers.add(self)
 
     @property
@@ -91,8 +92,13 @@ class McpServer:
 
     def options_for(self, request: McpRequest) -> ResolvedOptions:
         """This server's options for ``request``, defaults filled from ``DJANGO_MCP``."""
-        options = self._options(request.http_request) if callable(self._options) else self._options
-        return options.resolved(get_settings())
+        settings = get_settings()
+        if callable(self._options):
+            return self._options(request.http_request).resolved(settings)
+        resolved = self._resolved
+        if resolved is None or resolved[0] is not settings:  # settings are re-read on setting_changed
+            resolved = self._resolved = (settings, self._options.resolved(settings))
+        return resolved[1]
 
     @property
     def auth(self) -> Any:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from django.conf import settings as django_settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
@@ -81,7 +81,7 @@ async def handle_session_request(server: McpServer, request: HttpRequest) -> Htt
         return HttpResponse(status=405, headers={"Allow": _allowed()})
     request.get_host()
     lifecycle.install_signal_handlers()
-    headers = {name.lower(): value for name, value in request.headers.items()}
+    headers = _headers(request)
     try:
         check_origin(headers.get("origin"), lambda origin: origin_allowed(origin, request))
         await _resolve_user(request)
@@ -106,11 +106,14 @@ class _JsonEncoder(WireJSONEncoder, DjangoJSONEncoder):
     """The wire format (never fails on a lone surrogate or a non-finite float), plus Django's types."""
 
 
-def _json(payload: dict[str, Any], status: int = 200) -> JsonResponse:
-    return JsonResponse(payload, status=status, encoder=_JsonEncoder)
+_RESPONSE_ENCODER = _JsonEncoder()
 
 
-def _error(exc: McpJsonRpcError, request_id: str | int | None) -> JsonResponse:
+def _json(payload: dict[str, Any], status: int = 200) -> HttpResponse:
+    return HttpResponse(_RESPONSE_ENCODER.encode(payload).encode(), status=status, content_type="application/json")
+
+
+def _error(exc: McpJsonRpcError, request_id: str | int | None) -> HttpResponse:
     return _json(error_response(request_id, exc), exc.http_status)
 
 
@@ -136,9 +139,20 @@ def origin_allowed(origin: str, request: HttpRequest) -> bool:
     return bool(django_settings.DEBUG and parts.hostname in _LOOPBACK)
 
 
-def _read_body(request: HttpRequest, limit: int) -> bytes:
+def _headers(request: HttpRequest) -> dict[str, str]:
+    """The request's headers with lower-case names (what ``request.headers`` holds, built for less)."""
+    headers = {
+        name[5:].replace("_", "-").lower(): value for name, value in request.META.items() if name.startswith("HTTP_")
+    }
+    for name in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        if name in request.META:
+            headers[name.replace("_", "-").lower()] = request.META[name]
+    return headers
+
+
+def _read_body(request: HttpRequest, headers: dict[str, str], limit: int) -> bytes:
     too_big = McpJsonRpcError(INVALID_REQUEST, f"Request body too large: at most {limit} bytes", http_status=413)
-    declared = request.headers.get("Content-Length")
+    declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise Rejection(too_big)
     # read() (not .body) so at most limit+1 bytes are held in memory. The ASGI server has already
@@ -154,11 +168,11 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
     """Run the validation ladder over one POST, hand it to its era's front, and answer JSON or SSE."""
     request.get_host()  # enforce ALLOWED_HOSTS (DNS rebinding) even without CommonMiddleware
     lifecycle.install_signal_handlers()
-    headers = {name.lower(): value for name, value in request.headers.items()}
+    headers = _headers(request)
     settings = get_settings()
     outbox = _Outbox()
     try:
-        body = _read_body(request, settings.MAX_REQUEST_BYTES)
+        body = _read_body(request, headers, settings.MAX_REQUEST_BYTES)
         # The first rungs of the ladder are the same in both eras; the body is decoded once.
         check_origin(headers.get("origin"), lambda origin: origin_allowed(origin, request))
         check_media_types(headers.get("content-type"), headers.get("accept"))

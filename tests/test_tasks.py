@@ -281,8 +281,10 @@ async def test_terminal_states_never_change(async_client):
     assert after["status"] == "completed"
     assert after["lastUpdatedAt"] == done["lastUpdatedAt"]
     # The compare-and-set refuses to move a terminal task, whoever asks.
-    moved = await sync_to_async(Task.objects.transition)(handle["taskId"], ["working", "input_required"], "cancelled")
-    assert moved == 0
+    from django_mcp.tasks import store
+
+    assert await sync_to_async(store.finish)(handle["taskId"], "cancelled") is None
+    assert (await Task.objects.aget(pk=handle["taskId"])).status == "completed"
 
 
 async def test_cancel_unknown_task_is_32602(async_client):
@@ -605,6 +607,61 @@ async def test_the_primary_key_read_loads_a_task_exactly_as_the_orm_does(async_c
     assert (fast._state.adding, fast._state.db) == (False, orm._state.db)
     assert await sync_to_async(store._read)(uuid.UUID(handle["taskId"]), "someone else") is None
     assert await sync_to_async(store._read)(uuid.uuid4()) is None
+
+
+async def test_creation_inserts_every_field_as_the_orm_would(async_client):
+    # store.create writes its INSERT from the model once (no save()): what the ORM loads back must
+    # be the row the store returned (UUID, datetimes, JSON with non-ASCII, the user foreign key).
+    from django.contrib.auth.models import User
+
+    from django_mcp.tasks import store
+
+    user = await User.objects.acreate(username="creator")
+    row = await sync_to_async(store.create)(
+        tool="quick",
+        owner="sha256:someone",
+        scope="tests",
+        arguments={"text": "é\u2028", "n": [1, 2.5, None, True]},
+        status_message="Working",
+        ttl_ms=60_000,
+        poll_interval_ms=500,
+        max_tasks=10,
+        max_tasks_per_owner=None,
+        node="node-1",
+        lease_seconds=30,
+        request_meta={"progressToken": 7},
+        user=user,
+        owner_kind="user",
+    )
+    orm = await Task.objects.select_related(None).aget(pk=row.pk)
+
+    def fields(task: Task) -> dict[str, Any]:
+        return {f.attname: getattr(task, f.attname) for f in Task._meta.concrete_fields}
+
+    assert fields(orm) == fields(row) and not row._state.adding
+    assert orm.arguments == {"text": "é\u2028", "n": [1, 2.5, None, True]} and orm.user_id == user.pk
+
+
+async def test_finishing_writes_and_returns_the_task_as_the_orm_sees_it(async_client):
+    # store.finish is one UPDATE … RETURNING built from the model: a compare-and-set on the status
+    # whose returned row must be what the ORM then loads (JSON, datetimes), and None once terminal.
+    from django_mcp.tasks import store
+
+    handle = await create(async_client, "slow", {"seconds": 30}, caps=EXT)
+    await sync_to_async(store.set_status_message)(handle["taskId"], "halfway")
+    result = {"content": [{"type": "text", "text": "é\u2028"}], "structuredContent": {"n": [1, None]}}
+    done = await sync_to_async(store.finish)(handle["taskId"], "completed", result=result, message="done")
+    orm = await Task.objects.aget(pk=handle["taskId"])
+
+    def fields(task: Task) -> dict[str, Any]:
+        return {f.attname: getattr(task, f.attname) for f in Task._meta.concrete_fields}
+
+    assert done is not None and fields(done) == fields(orm)
+    assert (orm.status, orm.status_message, orm.result, orm.input_requests) == ("completed", "done", result, {})
+    assert orm.updated_at > orm.created_at
+    assert await sync_to_async(store.finish)(handle["taskId"], "failed", error={"x": 1}) is None
+    assert await sync_to_async(store.set_status_message)(handle["taskId"], "again") is None
+    assert (await Task.objects.aget(pk=handle["taskId"])).status == "completed"
 
 
 @pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") == "postgres", reason="SQLite's one-writer rule")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property, partial
 from typing import Any
 
 from pydantic import BaseModel
@@ -50,12 +51,18 @@ class ServerContext:
     prompts: PromptRegistry
     resources: ResourceRegistry
     options: ResolvedOptions
-    capabilities: dict[str, Any]
+    advertise: Callable[[], dict[str, Any]]
+    """Builds :attr:`capabilities` (only discovery and a few methods read them)."""
     plugins: tuple[ExtensionPlugin, ...]
     """The extensions enabled for this request."""
     inactive_plugins: tuple[ExtensionPlugin, ...] = ()
     """The extensions installed but not serving this request (disabled for it, or a handshake-era request)."""
     options_per_request: bool = False
+
+    @cached_property
+    def capabilities(self) -> dict[str, Any]:
+        """``ServerCapabilities``: exactly what is registered and served to this request."""
+        return self.advertise()
 
     def cache_hints(self) -> dict[str, Any]:
         """``ttlMs`` and ``cacheScope`` for a cacheable result."""
@@ -155,11 +162,13 @@ class Dispatcher:
             resources=self.resources,
             options=self._options(request),
             # Static options make discovery cacheable across requests: it advertises every extension then.
-            capabilities=self.capabilities(
-                request, plugins if self._options_per_request or request.era != "modern" else self.plugins
+            advertise=partial(
+                self.capabilities,
+                request,
+                plugins if self._options_per_request or request.era != "modern" else self.plugins,
             ),
             plugins=plugins,
-            inactive_plugins=tuple(p for p in self.plugins if p not in plugins),
+            inactive_plugins=() if plugins == self.plugins else tuple(p for p in self.plugins if p not in plugins),
             options_per_request=self._options_per_request,
         )
 
@@ -167,13 +176,13 @@ class Dispatcher:
         """``ServerCapabilities``: exactly what is registered and served to this request."""
         notify = has_channel_layer()
         caps: dict[str, Any] = {}
-        if len(self.tools):
+        if self.serves("tools"):
             caps["tools"] = {"listChanged": notify}
-        if len(self.prompts):
+        if self.serves("prompts"):
             caps["prompts"] = {"listChanged": notify}
-        if len(self.resources):
+        if self.serves("resources"):
             caps["resources"] = {"subscribe": notify, "listChanged": notify}
-        if len(self.prompts) or self.resources.templates():
+        if self.serves("completions"):
             caps["completions"] = {}
         caps["logging"] = {}
         extensions = {p.identifier: p.capability(request) for p in plugins}
@@ -181,12 +190,24 @@ class Dispatcher:
             caps["extensions"] = extensions
         return caps
 
+    def serves(self, capability: str) -> bool:
+        """Whether the core capability ``capability`` (``tools``, ``completions`` …) is advertised."""
+        if capability == "tools":
+            return bool(len(self.tools))
+        if capability == "prompts":
+            return bool(len(self.prompts))
+        if capability == "resources":
+            return bool(len(self.resources))
+        if capability == "completions":
+            return bool(len(self.prompts) or self.resources.templates())
+        return capability == "logging"
+
     async def dispatch(self, request: McpRequest) -> dict[str, Any] | ListenStream:
         """Serve one admitted request: a result, a listen stream, or ``McpJsonRpcError``."""
         context = self.context_for(request)
         core = CORE_METHODS.get(request.method)
         if core is not None:
-            if core.capability is not None and core.capability not in context.capabilities:
+            if core.capability is not None and not self.serves(core.capability):
                 raise method_not_found(request.method)
             params = parse_params(core.params_model, request.method, request.params)
             if request.method in MRTR_METHODS and (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import lru_cache
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -18,9 +19,21 @@ logger = logging.getLogger("django_mcp")
 
 async def call_handler(handler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Await ``handler(*args, **kwargs)``; a sync handler runs off the event loop (safe for the ORM)."""
+    try:
+        awaitable = _cached_awaitable(handler)
+    except TypeError:  # an unhashable callable object
+        awaitable = _awaitable(handler)
+    return await awaitable(*args, **kwargs)
+
+
+def _awaitable(handler: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
     if inspect.iscoroutinefunction(handler):
-        return await handler(*args, **kwargs)
-    return await sync_to_async(handler)(*args, **kwargs)
+        return handler
+    return sync_to_async(handler)
+
+
+# Inspecting and wrapping a handler costs more than a small tool's whole call: once per handler.
+_cached_awaitable = lru_cache(maxsize=1024)(_awaitable)
 
 
 def first_parameter_takes_request(handler: Callable[..., Any]) -> bool:

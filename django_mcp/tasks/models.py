@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -53,10 +52,6 @@ class TaskQuerySet(models.QuerySet["Task"]):
     def for_user(self, user: Any) -> TaskQuerySet:
         """Created by the Django user ``user`` (display and search only: access is decided by ``owner``)."""
         return self.filter(user=user)
-
-    def transition(self, task_id: Any, from_: Iterable[str], to: str, **fields: Any) -> int:
-        """Move one task from any of ``from_`` to ``to``; returns 1 if it moved, 0 if it was elsewhere."""
-        return self.filter(pk=task_id, status__in=list(from_)).update(status=to, updated_at=timezone.now(), **fields)
 
 
 class Task(models.Model):
