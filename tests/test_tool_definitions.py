@@ -6,7 +6,7 @@ import copy
 import datetime
 import enum
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -681,6 +681,64 @@ class TestValidateArguments:
             build_tool(f).validate_arguments({"when": "2024-13-40"})
         err = _invalid_params(info)
         assert err.data == {"tool": "f", "path": "/when"}
+
+
+def plain_tool(
+    request,
+    text: str,
+    n: int = 0,
+    x: float = 0.0,
+    flag: bool = False,
+    tags: list[int] | None = None,
+    extra: dict[str, Any] | None = None,
+    mode: Literal["a", "b"] = "a",
+):
+    pass
+
+
+class TestPlainArgumentsSkipTheSchemaPass:
+    """A generated schema of plain JSON types is not checked again when the model took the values unchanged."""
+
+    def test_plain_values_are_returned_without_running_the_schema(self, monkeypatch):
+        t = build_tool(plain_tool)
+        args = {"text": "é", "n": 3, "x": 2.5, "flag": True, "tags": [1, 2], "extra": {"k": [None, 1.5]}, "mode": "b"}
+        monkeypatch.setattr("django_mcp.server.tools._first_error", lambda *a: pytest.fail("the schema ran"))
+        assert t.validate_arguments(args) == args
+
+    @pytest.mark.parametrize(
+        ("arguments", "message"),
+        [
+            ({"text": "a", "n": "5"}, "at /n: '5' is not of type 'integer'"),  # pydantic would take "5"
+            ({"text": "a", "n": True}, "at /n: True is not of type 'integer'"),  # and True as 1
+            ({"text": "a", "tags": [1, True]}, "at /tags: [1, True] is not valid under any of the given schemas"),
+            ({"text": "a", "flag": 1}, "at /flag: 1 is not of type 'boolean'"),
+            ({"text": 5}, "at /text: 5 is not of type 'string'"),
+            ({"text": "a", "mode": "c"}, "at /mode: 'c' is not one of ['a', 'b']"),
+            ({}, "at : 'text' is a required property"),
+        ],
+    )
+    def test_what_the_model_would_convert_is_refused_by_the_schema_as_before(self, arguments, message):
+        with pytest.raises(McpJsonRpcError) as info:
+            build_tool(plain_tool).validate_arguments(arguments)
+        assert _invalid_params(info).message == f"Invalid arguments for tool 'plain_tool' {message}"
+
+    def test_a_converted_value_still_passes_the_schema_then_converts(self):
+        out = build_tool(plain_tool).validate_arguments({"text": "a", "x": 5, "n": 5.0})
+        assert out == {"text": "a", "x": 5.0, "n": 5} and type(out["x"]) is float and type(out["n"]) is int
+
+    def test_fields_with_schema_extras_or_constraints_always_run_the_schema(self):
+        def extra(request, mode: str = Field("a", json_schema_extra={"enum": ["a", "b"]})):
+            pass
+
+        def constrained(request, n: Annotated[int, Field(ge=0)] = 0):
+            pass
+
+        with pytest.raises(McpJsonRpcError) as info:
+            build_tool(extra).validate_arguments({"mode": "c"})  # pydantic alone would take any string
+        assert "'c' is not one of ['a', 'b']" in _invalid_params(info).message
+        with pytest.raises(McpJsonRpcError) as info:
+            build_tool(constrained).validate_arguments({"n": -1})
+        assert _invalid_params(info).data == {"tool": "constrained", "path": "/n"}
 
 
 # --------------------------------------------------------------------------- registry and decorators

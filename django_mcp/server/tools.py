@@ -7,7 +7,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, TypedDict, get_type_hints
+from types import UnionType
+from typing import Any, Literal, TypedDict, Union, get_args, get_origin, get_type_hints
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -101,6 +102,18 @@ class Tool:
             arguments = {}
         if not isinstance(arguments, dict):
             raise invalid_params(f"Invalid arguments for tool {self.name!r}: arguments must be an object")
+        if self._plain_arguments:
+            # The schema was generated from the model and describes JSON values of plain types: a
+            # value the model accepts unchanged (same types all the way down) is one the schema
+            # accepts, so the schema's own pass would only repeat the work. Anything converted or
+            # refused goes the whole way below, which words the error.
+            try:
+                converted = self._converted(arguments)
+            except ValidationError:
+                pass
+            else:
+                if all(_same(value, arguments[name]) for name, value in converted.items()):
+                    return self._with_extras(converted, arguments)
         error = _first_error(self._input_validator, arguments)
         if error is not None:
             raise invalid_params(
@@ -109,19 +122,36 @@ class Tool:
             )
         if self.arguments_model is not None:
             try:
-                model = self.arguments_model.model_validate(arguments)
+                converted = self._converted(arguments)
             except ValidationError as exc:
                 loc = json_pointer(exc.errors()[0]["loc"])
                 raise invalid_params(
                     f"Invalid arguments for tool {self.name!r} at {loc}: {exc.errors()[0]['msg']}",
                     {"tool": self.name, "path": loc},
                 ) from None
-            converted = {name: getattr(model, name) for name in type(model).model_fields if name in arguments}
-            if self._accepted_keywords is None:  # the handler takes **kwargs: extra arguments too
-                converted.update({k: v for k, v in arguments.items() if k not in converted})
-            return converted
+            return self._with_extras(converted, arguments)
         accepted = self._accepted_keywords
         return dict(arguments) if accepted is None else {k: v for k, v in arguments.items() if k in accepted}
+
+    @cached_property
+    def _plain_arguments(self) -> bool:
+        """Whether the arguments model's fields are all of JSON's own types (see ``_plain``)."""
+        model = self.arguments_model
+        return model is not None and all(
+            not field.metadata and field.json_schema_extra is None and _plain(field.annotation)
+            for field in model.model_fields.values()
+        )
+
+    def _converted(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The given arguments as the arguments model converts them (raises pydantic's ``ValidationError``)."""
+        assert self.arguments_model is not None
+        model = self.arguments_model.model_validate(arguments)
+        return {name: getattr(model, name) for name in type(model).model_fields if name in arguments}
+
+    def _with_extras(self, converted: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+        if self._accepted_keywords is None:  # the handler takes **kwargs: extra arguments too
+            converted.update({k: v for k, v in arguments.items() if k not in converted})
+        return converted
 
     def output_error(self, structured: Any) -> str | None:
         """Why ``structured`` does not match the output schema, or None if it does."""
@@ -129,6 +159,38 @@ class Tool:
             return None
         error = _first_error(self._output_validator, structured)
         return None if error is None else f"{error[0]}: {error[1]}"
+
+
+_PLAIN_TYPES: tuple[Any, ...] = (str, int, float, bool, type(None), Any)
+
+
+def _plain(annotation: Any) -> bool:
+    """A type built from JSON's own (``str``, ``int`` … ``list[…]``, ``dict[str, …]``, unions, literals).
+
+    For these, pydantic's JSON Schema says exactly which JSON values the model takes without
+    converting them: no format, no custom validator, no schema override (``Annotated`` is not plain).
+    """
+    if any(annotation is plain for plain in _PLAIN_TYPES):
+        return True
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return all(isinstance(arg, str | int | bool) or arg is None for arg in args)
+    if origin is Union or origin is UnionType or origin is list:
+        return all(_plain(arg) for arg in args)
+    if origin is dict:
+        return len(args) == 2 and args[0] is str and _plain(args[1])
+    return False
+
+
+def _same(converted: Any, given: Any) -> bool:
+    """Whether pydantic handed back ``given`` unchanged: equal, and of the same types all the way down."""
+    if type(converted) is not type(given):
+        return False
+    if isinstance(given, dict):
+        return converted.keys() == given.keys() and all(_same(converted[k], v) for k, v in given.items())
+    if isinstance(given, list):
+        return len(converted) == len(given) and all(_same(c, g) for c, g in zip(converted, given, strict=True))
+    return bool(converted == given)
 
 
 def _first_error(validator: Draft202012Validator, instance: Any) -> tuple[str, str] | None:
