@@ -30,7 +30,7 @@ def decode_value(raw: str, header: str) -> str:
     Raises -32020 for characters outside visible ASCII or a malformed sentinel.
     """
     value = raw.strip(_OWS)
-    if any(not (0x20 <= ord(ch) <= 0x7E) for ch in value):
+    if not (value.isascii() and value.isprintable()):  # visible ASCII and space: 0x20-0x7E
         raise header_mismatch(f"Header {header} contains characters outside visible ASCII", header)
     if value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX) and len(value) >= 11:
         encoded = value[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
