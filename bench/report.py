@@ -152,9 +152,13 @@ def goals(
         stored_theirs: int | None = None,
         reference: bool = False,
         key: str = "rps",
+        scenario_theirs: str | None = None,
     ) -> dict[str, Any]:
         ratios = [
-            _ratio(fig.value(ours, scenario, c, key, stored), fig.value(theirs, scenario, c, key, stored_theirs))
+            _ratio(
+                fig.value(ours, scenario, c, key, stored),
+                fig.value(theirs, scenario_theirs or scenario, c, key, stored_theirs),
+            )
             for c in conc
         ]
         judged = [r >= need for r in ratios if r is not None]
@@ -262,6 +266,19 @@ def goals(
                 ("django_mcp uvicorn sqlite", "django-mcpz", 1.0, False),
                 ("django_mcp uvicorn pg", "mcp sdk", 0.8, True),
                 ("django_mcp uvicorn pg", "django-mcpz", 1.0, True),
+            )
+        ]
+        + [
+            # The ceiling of any Django view: the bare async view (no MCP work at all) against the
+            # SDK's whole tools/call. Below 0.8×, the SDK goal is out of reach of a Django endpoint.
+            ratio_part(
+                "floor uvicorn (a bare Django async view) / mcp sdk (tools/call req/s)",
+                "tasks/get",
+                "floor uvicorn",
+                "mcp sdk",
+                0.8,
+                reference=True,
+                scenario_theirs="tools/call",
             )
         ],
     )
