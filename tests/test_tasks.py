@@ -642,10 +642,14 @@ async def test_creation_inserts_every_field_as_the_orm_would(async_client):
     assert orm.arguments == {"text": "é\u2028", "n": [1, 2.5, None, True]} and orm.user_id == user.pk
 
 
-async def test_finishing_writes_and_returns_the_task_as_the_orm_sees_it(async_client):
-    # store.finish is one UPDATE … RETURNING built from the model: a compare-and-set on the status
-    # whose returned row must be what the ORM then loads (JSON, datetimes), and None once terminal.
+@pytest.mark.parametrize("returning", [True, False], ids=["update-returning", "orm-update-then-read"])
+async def test_finishing_writes_and_returns_the_task_as_the_orm_sees_it(async_client, monkeypatch, returning):
+    # store.finish is one UPDATE … RETURNING built from the model (or, where UPDATE returns no rows,
+    # the ORM's update and a read): a compare-and-set on the status whose returned row must be what
+    # the ORM then loads (JSON, datetimes), and None once terminal.
     from django_mcp.tasks import store
+
+    monkeypatch.setattr(store, "_update_returns_rows", lambda conn: returning)
 
     handle = await create(async_client, "slow", {"seconds": 30}, caps=EXT)
     await sync_to_async(store.set_status_message)(handle["taskId"], "halfway")

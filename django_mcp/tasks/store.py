@@ -154,15 +154,21 @@ def _load(alias: str, plan: _ReadPlan, row: Any) -> Task:
 _UPDATE_PLANS: dict[tuple[str, tuple[str, ...]], tuple[str, list[Any]]] = {}
 
 
+def _update_returns_rows(conn: Any) -> bool:
+    """Whether ``UPDATE … RETURNING`` works here: PostgreSQL, and SQLite from 3.35 (as INSERT's does)."""
+    return conn.vendor in ("postgresql", "sqlite") and bool(conn.features.can_return_columns_from_insert)
+
+
 def _update_active(pk: Any, **values: Any) -> Task | None:
     """``UPDATE task SET … WHERE id = %s AND status IN (active) RETURNING *``: the moved task, or None.
 
-    A compare-and-set on the task's status in one statement and one
-    round trip with the re-read (where the database returns rows from an UPDATE), its SQL built once.
+    A compare-and-set on the task's status and the re-read of its row in one statement (one round
+    trip), its SQL built once from the model. Elsewhere (SQLite before 3.35, MySQL, MariaDB, whose
+    UPDATE returns no rows) the ORM's update, then a read.
     """
     alias = router.db_for_write(Task)
     conn = connections[alias]
-    if not conn.features.can_return_columns_from_insert:  # no RETURNING (SQLite < 3.35)
+    if not _update_returns_rows(conn):
         if not Task.objects.filter(pk=pk, status__in=ACTIVE).update(**values):
             return None
         return _read(pk, after_write=True)
