@@ -715,6 +715,41 @@ def test_a_creation_whose_insert_fails_leaves_the_counters_as_they_were():
     assert counts == {"": 1, "o": 1}
 
 
+@pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") != "postgres", reason="PostgreSQL's commit modes")
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("per_owner", [None, 3], ids=["server-cap", "server-and-owner-caps"])
+def test_on_postgresql_the_counting_commits_lazily_and_leaves_the_session_as_it_was(per_owner):
+    # With only the server's cap, the counting is one autocommit statement whose own commit skips
+    # the WAL flush (SET LOCAL in a transaction would cost three more round trips); two counters move
+    # together in a transaction. Either way the connection keeps its synchronous_commit.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from django_mcp.tasks import store
+
+    fields = {
+        "tool": "t", "owner": "o", "scope": "lazily", "arguments": {}, "status_message": "", "ttl_ms": None,
+        "poll_interval_ms": 100, "max_tasks": 3, "max_tasks_per_owner": per_owner, "node": "n", "lease_seconds": 30,
+    }  # fmt: skip
+    store.create(**fields)  # makes the counter rows
+    with CaptureQueriesContext(connection) as queries:
+        store.create(**fields)
+    statements = [query["sql"].split()[0] for query in queries]  # BEGIN and COMMIT where Django logs them
+    if per_owner is None:
+        assert statements == ["UPDATE", "INSERT"]
+        assert "set_config('synchronous_commit', 'off', true)" in queries[0]["sql"]
+    else:
+        assert [s for s in statements if s not in ("BEGIN", "COMMIT")] == ["SET", "UPDATE", "UPDATE", "INSERT"]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+    store.create(**fields)
+    with pytest.raises(store.TaskLimitReached):  # the cap still counts every creation, and refuses the 4th
+        store.create(**fields)
+    counts = dict(TaskQuota.objects.filter(scope="lazily").values_list("owner", "count"))
+    assert counts == ({"": 3} if per_owner is None else {"": 3, "o": 3})
+
+
 def test_giving_back_a_place_while_the_database_is_down_logs_and_does_not_mask_the_error(caplog):
     from unittest import mock
 

@@ -251,16 +251,20 @@ def create(
     # not queue behind each other's fsync; the task's own commit comes later in the same WAL and
     # waits for the flush, which makes the counting durable too. A failed insert gives the place back.
     separate = connection.vendor == "postgresql"
-    with transaction.atomic():
-        if separate:
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        _take_place(scope, "", max_tasks, now)  # the server's row first, then the owner's: one lock order
-        if max_tasks_per_owner is not None:
-            _take_place(scope, owner, max_tasks_per_owner, now)
-        if not separate:
-            _insert(row)
-            return row
+    # With one counter, that commit is the counting statement's own (autocommit): one round trip,
+    # and the row's lock is never held across one. Two counters move together, in a transaction.
+    counted = separate and max_tasks_per_owner is None and not connection.in_atomic_block
+    if not (counted and _increment(scope, "", max_tasks, commit_lazily=True)):
+        with transaction.atomic():
+            if separate:
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            _take_place(scope, "", max_tasks, now)  # the server's row first, then the owner's: one lock order
+            if max_tasks_per_owner is not None:
+                _take_place(scope, owner, max_tasks_per_owner, now)
+            if not separate:
+                _insert(row)
+                return row
     try:
         _insert(row)
     except BaseException:
@@ -319,10 +323,12 @@ def _take_place(scope: str, owner: str, limit: int, now: datetime) -> None:
         swept = True  # expired tasks freed their place: try once more
 
 
-def _increment(scope: str, owner: str, limit: int) -> bool:
+def _increment(scope: str, owner: str, limit: int, *, commit_lazily: bool = False) -> bool:
     """``UPDATE quota SET count = count + 1 WHERE scope, owner AND count < limit``; whether a row moved.
 
     Formatted from the model's names rather than compiled by the ORM (it runs on every creation).
+    ``commit_lazily`` (PostgreSQL, autocommit): the statement's own commit does not wait for its
+    WAL flush, as ``SET LOCAL synchronous_commit TO OFF`` would have it in a transaction.
     """
     qn = connection.ops.quote_name
     columns = {field.name: qn(str(field.column)) for field in TaskQuota._meta.concrete_fields}
@@ -331,6 +337,9 @@ def _increment(scope: str, owner: str, limit: int) -> bool:
         f"UPDATE {qn(TaskQuota._meta.db_table)} SET {count} = {count} + 1 "  # noqa: S608 - names from the model
         f"WHERE {scope_col} = %s AND {owner_col} = %s AND {count} < %s"
     )
+    if commit_lazily:
+        # Local to the statement's implicit transaction: the session's setting is left as it was.
+        sql += " RETURNING set_config('synchronous_commit', 'off', true)"
     with connection.cursor() as cursor:
         cursor.execute(sql, [scope, owner, limit])
         return bool(cursor.rowcount == 1)
