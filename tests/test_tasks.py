@@ -750,6 +750,32 @@ def test_on_postgresql_the_counting_commits_lazily_and_leaves_the_session_as_it_
     assert counts == ({"": 3} if per_owner is None else {"": 3, "o": 3})
 
 
+def test_a_counter_row_committed_by_a_concurrent_first_creation_is_not_taken_for_the_cap(monkeypatch):
+    # Two first creations race: one's UPDATE finds no counter row, the other's row is committed
+    # before the first one looks again. The first must count on that row, not refuse at the cap
+    # (seen in bench/: one of 1,000 concurrent first creations refused "at most 2000000 tasks").
+    from django_mcp.tasks import store
+
+    fields = {
+        "tool": "t", "owner": "o", "scope": "race", "arguments": {}, "status_message": "", "ttl_ms": None,
+        "poll_interval_ms": 100, "max_tasks": 5, "max_tasks_per_owner": 3, "node": "n", "lease_seconds": 30,
+    }  # fmt: skip
+    store.create(**fields)  # both counter rows exist, at 1
+    increment, missed = store._increment, []
+
+    def miss_once_each(scope: str, owner: str, limit: int, **kwargs: Any) -> bool:
+        if owner not in missed:  # as if the row were not there yet when this UPDATE ran
+            missed.append(owner)
+            return False
+        return increment(scope, owner, limit, **kwargs)
+
+    monkeypatch.setattr(store, "_increment", miss_once_each)
+    store.create(**fields)
+    assert missed == ["", "o"]
+    counts = dict(TaskQuota.objects.filter(scope="race").values_list("owner", "count"))
+    assert counts == {"": 2, "o": 2}
+
+
 def test_giving_back_a_place_while_the_database_is_down_logs_and_does_not_mask_the_error(caplog):
     from unittest import mock
 

@@ -316,8 +316,16 @@ def _take_place(scope: str, owner: str, limit: int, now: datetime) -> None:
     """
     swept = False
     while not _increment(scope, owner, limit):
-        if _start_counting(scope, owner):
-            continue  # the row did not exist: made from a count, try again
+        count = (
+            TaskQuota.objects.select_for_update().filter(scope=scope, owner=owner).values_list("count", flat=True)
+        ).first()
+        if count is None:
+            _start_counting(scope, owner)
+            continue  # the row did not exist: made from a count (here or by a concurrent creation), try again
+        if count < limit:
+            # A concurrent first creation committed the row after this one's UPDATE found none: the
+            # row is locked now, so the next UPDATE counts on it.
+            continue
         if swept or not sweep_expired_batch(now, scope):
             raise TaskLimitReached("owner" if owner else "server", limit)
         swept = True  # expired tasks freed their place: try once more
@@ -345,10 +353,8 @@ def _increment(scope: str, owner: str, limit: int, *, commit_lazily: bool = Fals
         return bool(cursor.rowcount == 1)
 
 
-def _start_counting(scope: str, owner: str) -> bool:
-    """Make the counter row from a count of the tasks, once. False if it already existed."""
-    if TaskQuota.objects.filter(scope=scope, owner=owner).exists():
-        return False
+def _start_counting(scope: str, owner: str) -> None:
+    """Make the missing counter row from a count of the tasks (unless a concurrent creation just did)."""
     tasks = Task.objects.filter(scope=scope)
     initial = (tasks.filter(owner=owner) if owner else tasks).count()
     try:
@@ -356,7 +362,6 @@ def _start_counting(scope: str, owner: str) -> bool:
             TaskQuota.objects.create(scope=scope, owner=owner, count=initial)
     except IntegrityError:
         pass
-    return True
 
 
 def _forget(tasks: QuerySet[Task]) -> int:
