@@ -776,6 +776,36 @@ def test_a_counter_row_committed_by_a_concurrent_first_creation_is_not_taken_for
     assert counts == {"": 2, "o": 2}
 
 
+@pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") != "postgres", reason="concurrent writers: PostgreSQL")
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_first_creations_all_count_and_none_is_refused():
+    # The same race on a real database: creations on threads of their own, all before any counter
+    # row exists (the store makes it from a count, once). None may be refused below the caps.
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    from django_mcp.tasks import store
+
+    fields = {
+        "tool": "t", "owner": "o", "scope": "first", "arguments": {}, "status_message": "", "ttl_ms": None,
+        "poll_interval_ms": 100, "max_tasks": 100, "max_tasks_per_owner": None, "node": "n", "lease_seconds": 30,
+    }  # fmt: skip
+    create = store._guarded(store.create, writes=True)
+
+    def create_at_once(start: Barrier, **given: Any) -> Task:
+        start.wait(timeout=10)
+        return create(**given)
+
+    for round_no, per_owner in enumerate((None, 50)):
+        scope, start = f"first-{round_no}", Barrier(12)
+        given = {**fields, "scope": scope, "max_tasks_per_owner": per_owner}
+        with ThreadPoolExecutor(12) as pool:
+            created = [future.result() for future in [pool.submit(create_at_once, start, **given) for _ in range(12)]]
+        counts = dict(TaskQuota.objects.filter(scope=scope).values_list("owner", "count"))
+        assert len({task.pk for task in created}) == 12
+        assert counts == ({"": 12} if per_owner is None else {"": 12, "o": 12})
+
+
 def test_giving_back_a_place_while_the_database_is_down_logs_and_does_not_mask_the_error(caplog):
     from unittest import mock
 
