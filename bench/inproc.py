@@ -4,7 +4,8 @@ No HTTP server, no load generator, no second core: a loop on one event loop send
 after another (``-c 1``) or N at a time (``-c 16``) to ``bench.djbench.asgi.application`` and
 reports microseconds per request for ``tools/call`` (the sync echo), ``tasks/get``, task creation
 (``instant``, which also finishes at once) and the Django floor (the bare async view), and each as a
-multiple of the floor. It measures the library's and
+multiple of the floor; then what one thread hop costs on this machine (a no-op sent to a thread pool
+and awaited), the unit the request paths are made of. It measures the library's and
 Django's own work (ninja, the ladder, dispatch, the store's thread hop, the database) without the
 network's noise, so a change's effect shows in seconds; ``bench/run.py`` stays the judge.
 
@@ -93,6 +94,24 @@ async def _measure(app: Any, spec: dict[str, Any], n: int, concurrency: int, pat
     return cpu / done * 1e6, wall / done * 1e6
 
 
+def _nothing() -> None:
+    return None
+
+
+async def _thread_hop(n: int) -> tuple[float, float]:
+    """A no-op through a thread pool and back (what each store call, sync tool or Django hop pays first)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    loop = asyncio.get_running_loop()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for _ in range(50):
+            await loop.run_in_executor(pool, _nothing)
+        start_cpu, start = time.process_time(), time.perf_counter()
+        for _ in range(n):
+            await loop.run_in_executor(pool, _nothing)
+        return (time.process_time() - start_cpu) / n * 1e6, (time.perf_counter() - start) / n * 1e6
+
+
 async def _main(n: int, concurrency: int, repeat: int) -> None:
     from bench.djbench.asgi import application
 
@@ -113,6 +132,7 @@ async def _main(n: int, concurrency: int, repeat: int) -> None:
         for name, (spec, path) in scenarios.items():
             rounds[name].append(await _measure(application, spec, n, concurrency, path))
     figures = {name: min(values) for name, values in rounds.items()}
+    hop_cpu, hop_wall = min([await _thread_hop(n) for _ in range(repeat)])
     floor_cpu, floor_wall = figures["floor"]
     print(f"{os.environ.get('BENCH_DB', 'sqlite')}, c={concurrency}, best of {repeat} rounds of {n} requests")
     for name, (cpu, wall) in figures.items():
@@ -120,6 +140,11 @@ async def _main(n: int, concurrency: int, repeat: int) -> None:
             f"  {name:<11} cpu {cpu:7.0f} µs/req ({cpu / floor_cpu:4.2f}× floor)"
             f"   wall {wall:7.0f} µs/req ({wall / floor_wall:4.2f}× floor)"
         )
+    print(
+        f"  {'thread hop':<11} cpu {hop_cpu:7.0f} µs     ({hop_cpu / floor_cpu:4.2f}× floor)"
+        f"   wall {hop_wall:7.0f} µs     ({hop_wall / floor_wall:4.2f}× floor)"
+        "   (a no-op to a thread pool and back, c=1)"
+    )
 
 
 def main() -> None:
