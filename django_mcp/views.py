@@ -13,6 +13,7 @@ from django.conf import settings as django_settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
+from django.http.request import HttpHeaders
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
@@ -144,7 +145,7 @@ def _headers(request: HttpRequest) -> dict[str, str]:
     headers = {
         name[5:].replace("_", "-").lower(): value for name, value in request.META.items() if name.startswith("HTTP_")
     }
-    for name in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+    for name in HttpHeaders.UNPREFIXED_HEADERS:
         if name in request.META:
             headers[name.replace("_", "-").lower()] = request.META[name]
     return headers

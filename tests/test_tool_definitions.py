@@ -722,9 +722,13 @@ class TestPlainArgumentsSkipTheSchemaPass:
             build_tool(plain_tool).validate_arguments(arguments)
         assert _invalid_params(info).message == f"Invalid arguments for tool 'plain_tool' {message}"
 
-    def test_a_converted_value_still_passes_the_schema_then_converts(self):
-        out = build_tool(plain_tool).validate_arguments({"text": "a", "x": 5, "n": 5.0})
+    def test_a_converted_value_still_passes_the_schema_then_converts_once(self, monkeypatch):
+        t = build_tool(plain_tool)
+        validations, validate = [], t.arguments_model.model_validate
+        monkeypatch.setattr(t.arguments_model, "model_validate", lambda value: validations.append(1) or validate(value))
+        out = t.validate_arguments({"text": "a", "x": 5, "n": 5.0})
         assert out == {"text": "a", "x": 5.0, "n": 5} and type(out["x"]) is float and type(out["n"]) is int
+        assert len(validations) == 1  # the model's conversion is not repeated after the schema's pass
 
     def test_fields_with_schema_extras_or_constraints_always_run_the_schema(self):
         def extra(request, mode: str = Field("a", json_schema_extra={"enum": ["a", "b"]})):

@@ -102,11 +102,12 @@ class Tool:
             arguments = {}
         if not isinstance(arguments, dict):
             raise invalid_params(f"Invalid arguments for tool {self.name!r}: arguments must be an object")
+        converted: dict[str, Any] | None = None
         if self._plain_arguments:
             # The schema was generated from the model and describes JSON values of plain types: a
             # value the model accepts unchanged (same types all the way down) is one the schema
             # accepts, so the schema's own pass would only repeat the work. Anything converted or
-            # refused goes the whole way below, which words the error.
+            # refused goes through the schema below, which words the error.
             try:
                 converted = self._converted(arguments)
             except ValidationError:
@@ -122,7 +123,8 @@ class Tool:
             )
         if self.arguments_model is not None:
             try:
-                converted = self._converted(arguments)
+                if converted is None:  # the model's conversion above is kept: it cannot differ
+                    converted = self._converted(arguments)
             except ValidationError as exc:
                 loc = json_pointer(exc.errors()[0]["loc"])
                 raise invalid_params(
