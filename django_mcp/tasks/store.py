@@ -18,14 +18,16 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from functools import partial, wraps
-from typing import Any, NamedTuple, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from django.db import DatabaseError, IntegrityError, close_old_connections, connection, connections, router, transaction
 from django.db.models import Count, F, QuerySet
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from .loop_read import USE_STORE, read_visible
 from .models import ACTIVE, TERMINAL, Task, TaskQuota, TaskStatus
+from .rows import load_row, parse_id, read_plan
 
 logger = logging.getLogger("django_mcp.tasks")
 
@@ -88,44 +90,6 @@ def _first(tasks: QuerySet[Task]) -> Task | None:
     return next(iter(tasks.order_by()[:1]), None)
 
 
-class _ReadPlan(NamedTuple):
-    sql: str
-    columns: str
-    names: list[str]
-    converters: list[tuple[int, list[Any], Any]]
-
-
-_READ_PLANS: dict[tuple[str, bool], _ReadPlan] = {}
-
-
-def _read_plan(alias: str, by_owner: bool) -> _ReadPlan:
-    """``SELECT <every column> FROM task WHERE id = %s [AND owner = %s]`` and the column converters, from the model."""
-    plan = _READ_PLANS.get((alias, by_owner))
-    if plan is None:
-        conn = connections[alias]
-        qn, table, fields = conn.ops.quote_name, Task._meta.db_table, Task._meta.concrete_fields
-        columns = [field.get_col(table) for field in fields]
-
-        def column(field: Any) -> str:
-            return f"{qn(table)}.{qn(str(field.column))}"
-
-        where = f"{column(Task._meta.pk)} = %s" + (
-            f" AND {column(Task._meta.get_field('owner'))} = %s" if by_owner else ""
-        )
-        select = ", ".join(column(field) for field in fields)
-        converters = [
-            (i, conn.ops.get_db_converters(col) + col.get_db_converters(conn), col) for i, col in enumerate(columns)
-        ]
-        plan = _ReadPlan(
-            f"SELECT {select} FROM {qn(table)} WHERE {where}",  # noqa: S608 - names from the model, values as params
-            select,
-            [field.attname for field in fields],
-            [c for c in converters if c[1]],
-        )
-        _READ_PLANS[(alias, by_owner)] = plan
-    return plan
-
-
 def _read(pk: Any, owner: str | None = None, *, after_write: bool = False) -> Task | None:
     """One task by primary key (and owner), as the ORM would load it.
 
@@ -134,21 +98,12 @@ def _read(pk: Any, owner: str | None = None, *, after_write: bool = False) -> Ta
     """
     alias = router.db_for_write(Task) if after_write else router.db_for_read(Task)
     conn = connections[alias]
-    plan = _read_plan(alias, owner is not None)
+    plan = read_plan(conn, owner is not None)
     params = [Task._meta.pk.get_db_prep_value(pk, conn), *(() if owner is None else (owner,))]
     with conn.cursor() as cursor:
         cursor.execute(plan.sql, params)
         row = cursor.fetchone()
-    return None if row is None else _load(alias, plan, row)
-
-
-def _load(alias: str, plan: _ReadPlan, row: Any) -> Task:
-    conn = connections[alias]
-    values = list(row)
-    for i, converters, col in plan.converters:
-        for convert in converters:
-            values[i] = convert(values[i], col, conn)
-    return Task.from_db(alias, plan.names, values)
+    return None if row is None else load_row(conn, plan, row)
 
 
 _UPDATE_PLANS: dict[tuple[str, tuple[str, ...]], tuple[str, list[Any]]] = {}
@@ -183,7 +138,7 @@ def _update_active(pk: Any, **values: Any) -> Task | None:
         plan = _UPDATE_PLANS[(alias, names)] = (
             f"UPDATE {qn(Task._meta.db_table)} SET {assignments} "  # noqa: S608 - names from the model
             f"WHERE {pk_column} = %s AND {status_column} IN ({', '.join(['%s'] * len(ACTIVE))}) "
-            f"RETURNING {_read_plan(alias, False).columns}",
+            f"RETURNING {read_plan(conn, False).columns}",
             fields,
         )
     sql, fields = plan
@@ -192,14 +147,7 @@ def _update_active(pk: Any, **values: Any) -> Task | None:
     with conn.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
-    return None if row is None else _load(alias, _read_plan(alias, False), row)
-
-
-def _parse_id(task_id: Any) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(str(task_id))
-    except ValueError:
-        return None
+    return None if row is None else load_row(conn, read_plan(conn, False), row)
 
 
 def create(
@@ -382,7 +330,7 @@ def _forget(tasks: QuerySet[Task]) -> int:
 
 def visible(task_id: Any, owner: str) -> Task | None:
     """The task if it exists, belongs to ``owner`` and has not expired (an expired one is deleted)."""
-    pk = _parse_id(task_id)
+    pk = parse_id(task_id)
     if pk is None:
         return None
     task = _read(pk, owner)
@@ -394,13 +342,13 @@ def visible(task_id: Any, owner: str) -> Task | None:
 
 def visible_many(task_ids: Iterable[Any], owner: str) -> list[Task]:
     """The visible tasks among ``task_ids``, in the order given."""
-    pks = [pk for pk in (_parse_id(t) for t in task_ids) if pk is not None]
+    pks = [pk for pk in (parse_id(t) for t in task_ids) if pk is not None]
     found = {t.pk: t for t in Task.objects.filter(pk__in=pks, owner=owner).live(timezone.now())}
     return [found[pk] for pk in dict.fromkeys(pks) if pk in found]
 
 
 def reload(task_id: Any) -> Task | None:
-    pk = _parse_id(task_id)
+    pk = parse_id(task_id)
     return _read(pk) if pk is not None else None
 
 
@@ -429,7 +377,7 @@ def answer(task_id: Any, owner: str, responses: Mapping[str, Any]) -> tuple[Task
     When nothing is outstanding any more the task is ``working`` again.
     Returns the task (None if not visible) and the keys that were accepted.
     """
-    pk = _parse_id(task_id)
+    pk = parse_id(task_id)
     if pk is None:
         return None, []
     now = timezone.now()
@@ -465,7 +413,7 @@ def take_answers(task_id: Any, keys: Iterable[str]) -> dict[str, Any] | None:
 
 def request_cancel(task_id: Any, owner: str | None) -> Task | None:
     """Flag an active task for cancellation; returns the task (None if not visible)."""
-    pk = _parse_id(task_id)
+    pk = parse_id(task_id)
     if pk is None:
         return None
     tasks = Task.objects.filter(pk=pk).live(timezone.now())
@@ -517,7 +465,7 @@ def reap_lapsed(running: Iterable[str], error: dict[str, Any], limit: int = 500)
     lapsed = list(
         Task.objects.active()
         .filter(lease_expires_at__lte=now)
-        .exclude(pk__in=[pk for pk in (_parse_id(t) for t in running) if pk is not None])
+        .exclude(pk__in=[pk for pk in (parse_id(t) for t in running) if pk is not None])
         .order_by("lease_expires_at")
         .values_list("pk", flat=True)[:limit]
     )
@@ -650,7 +598,7 @@ class TaskStore:
     def __init__(self, threads: int) -> None:
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="django-mcp-store")
         self.create = self._door(create)
-        self.visible = self._door(visible, writes=False)  # deletes a task it finds expired: rarely
+        self._visible_in_pool = self._door(visible, writes=False)  # deletes a task it finds expired: rarely
         self.visible_many = self._door(visible_many, writes=False)
         self.reload = self._door(reload, writes=False)
         self.set_status_message = self._door(set_status_message)
@@ -668,6 +616,13 @@ class TaskStore:
         self.cancel_queued = self._door(cancel_queued)
         self.fail_stale_queued = self._door(fail_stale_queued)
         self.sweep_expired_batch = self._door(sweep_expired_batch)
+
+    async def visible(self, task_id: Any, owner: str) -> Task | None:
+        """:func:`visible`: on SQLite read on the event loop's thread when it need not wait (``loop_read``)."""
+        task = read_visible(task_id, owner)
+        if task is USE_STORE:
+            return await self._visible_in_pool(task_id, owner)
+        return task
 
     def _door(self, fn: Callable[P, R], *, writes: bool = True) -> Callable[P, Coroutine[Any, Any, R]]:
         # Straight to the pool: these functions need no context variables and no thread-sensitive

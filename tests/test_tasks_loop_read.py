@@ -1,0 +1,187 @@
+"""``tasks/get``'s read on the event loop's thread (SQLite): what it reads, and each way it hands over to the store."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+import uuid
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
+from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabase
+from django.forms.models import model_to_dict
+from django.utils import timezone
+
+from django_mcp.models import Task
+from django_mcp.tasks import loop_read, store
+from django_mcp.tasks.loop_read import USE_STORE, read_visible
+from tests.task_servers import tasks_server
+
+pytestmark = pytest.mark.django_db(transaction=True)
+on_sqlite = pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") == "postgres", reason="SQLite's read path")
+
+PLUGIN = tasks_server.extension_plugins[0]
+OWNER = "sha256:" + "a" * 64
+
+
+@pytest.fixture(autouse=True)
+def _fresh_reader():
+    loop_read._drop("default")
+    yield
+    loop_read._drop("default")
+    loop_read._elsewhere.discard("default")
+
+
+def _task(**fields) -> Task:
+    values = {
+        "tool": "slow",
+        "owner": OWNER,
+        "owner_kind": "principal",
+        "poll_interval_ms": 500,
+        "expires_at": timezone.now() + timedelta(hours=1),
+        **fields,
+    }
+    return Task.objects.create(**values)
+
+
+def _fields(task: Task) -> dict:
+    return {**model_to_dict(task), "id": task.id, "created_at": task.created_at, "updated_at": task.updated_at}
+
+
+def _reader_on(path: str):
+    """Point the loop's reader at another SQLite file (its wrapper as Django would make it)."""
+    settings = {**connections["default"].settings_dict, "NAME": path, "OPTIONS": {}}
+    return mock.patch.object(connections, "create_connection", return_value=SQLiteDatabase(settings, "default"))
+
+
+@on_sqlite
+def test_reads_the_task_as_the_store_does():
+    task = _task(
+        status="completed",
+        status_message="Done",
+        result={"content": [{"type": "text", "text": "ünïcode"}]},
+        input_requests={},
+        arguments={"n": 1.5},
+        request_meta={"progressToken": 7},
+    )
+    read = read_visible(str(task.id), OWNER)
+    assert isinstance(read, Task)
+    assert _fields(read) == _fields(store.visible(task.id, OWNER)) == _fields(Task.objects.get(pk=task.id))
+    assert read._state.db == "default" and not read._state.adding
+
+
+@on_sqlite
+def test_another_owner_an_unknown_id_and_a_malformed_one_read_nothing():
+    task = _task()
+    assert read_visible(str(task.id), "sha256:" + "b" * 64) is None
+    assert read_visible(str(uuid.uuid4()), OWNER) is None
+    assert read_visible("not-a-uuid", OWNER) is None
+
+
+@on_sqlite
+def test_the_read_connection_refuses_writes():
+    task = _task()
+    assert isinstance(read_visible(str(task.id), OWNER), Task)
+    _, link = loop_read._reader("default")
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        link.execute(f"DELETE FROM {Task._meta.db_table}")  # noqa: S608
+    assert Task.objects.filter(pk=task.id).exists()
+
+
+@on_sqlite
+async def test_an_expired_task_goes_to_the_store_which_deletes_it():
+    task = await sync_to_async(_task)(expires_at=timezone.now() - timedelta(seconds=1))
+    assert read_visible(str(task.id), OWNER) is USE_STORE
+    assert await PLUGIN.store.visible(str(task.id), OWNER) is None
+    assert not await Task.objects.filter(pk=task.id).aexists()
+
+
+@on_sqlite
+async def test_tasks_visible_reads_on_the_loop_without_the_store_threads():
+    task = await sync_to_async(_task)()
+    with mock.patch.object(PLUGIN.store, "_visible_in_pool", side_effect=AssertionError("went to the pool")):
+        found = await PLUGIN.store.visible(str(task.id), OWNER)
+    assert found is not None and found.id == task.id
+
+
+async def test_what_the_loop_cannot_read_the_store_reads():
+    task = await sync_to_async(_task)(status_message="via the pool")
+    with mock.patch.object(store, "read_visible", return_value=USE_STORE) as loop:
+        found = await PLUGIN.store.visible(str(task.id), OWNER)
+    loop.assert_called_once_with(str(task.id), OWNER)
+    assert found is not None and found.status_message == "via the pool"
+
+
+def test_another_database_or_a_subclass_of_the_backend_is_left_to_the_store():
+    task = _task()
+
+    class Encrypted(SQLiteDatabase):
+        pass
+
+    if connections["default"].vendor == "sqlite":
+        subclass = Encrypted(connections["default"].settings_dict, "default")
+        with mock.patch.object(connections, "create_connection", return_value=subclass) as create:
+            assert read_visible(str(task.id), OWNER) is USE_STORE
+            assert read_visible(str(task.id), OWNER) is USE_STORE
+        assert create.call_count == 1  # decided once, not per read
+    else:
+        with mock.patch.object(loop_read.sqlite3, "connect", side_effect=AssertionError("opened SQLite")):
+            assert read_visible(str(task.id), OWNER) is USE_STORE
+            assert read_visible(str(task.id), OWNER) is USE_STORE
+    assert "default" in loop_read._elsewhere
+
+
+@on_sqlite
+def test_a_locked_database_is_left_to_the_store_at_once_and_the_connection_kept(tmp_path):
+    path = str(tmp_path / "locked.sqlite3")
+    writer = sqlite3.connect(path, isolation_level=None)  # rollback journal: a writer locks readers out
+    writer.execute("BEGIN EXCLUSIVE")
+    try:
+        with _reader_on(path):
+            started = time.perf_counter()
+            assert read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+            assert time.perf_counter() - started < 1  # no busy wait on the event loop (Django's is 5 s)
+            kept = loop_read._links()["default"][2]
+            assert read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+            assert loop_read._links()["default"][2] is kept
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+@on_sqlite
+def test_a_failing_connection_is_dropped_and_opened_again():
+    task = _task()
+    assert isinstance(read_visible(str(task.id), OWNER), Task)
+    broken = loop_read._links()["default"][2]
+    broken.close()  # any error but "busy" or "locked"
+    assert read_visible(str(task.id), OWNER) is USE_STORE
+    assert "default" not in loop_read._links()
+    again = read_visible(str(task.id), OWNER)
+    assert isinstance(again, Task) and again.id == task.id
+    assert loop_read._links()["default"][2] is not broken
+
+
+@on_sqlite
+def test_a_database_that_cannot_be_opened_is_left_to_the_store(tmp_path):
+    with _reader_on(str(tmp_path / "no-such-dir" / "db.sqlite3")):
+        assert read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+    assert "default" not in loop_read._links() and "default" not in loop_read._elsewhere
+
+
+@on_sqlite
+def test_a_renamed_database_gets_a_connection_of_its_own(tmp_path):
+    task = _task()
+    assert isinstance(read_visible(str(task.id), OWNER), Task)
+    database, first = loop_read._reader("default")
+    other = str(tmp_path / "other.sqlite3")
+    sqlite3.connect(other).close()
+    with mock.patch.dict(database.settings_dict, {"NAME": other}):
+        with _reader_on(other):
+            assert read_visible(str(task.id), OWNER) is USE_STORE  # no task table there: dropped
+    assert isinstance(read_visible(str(task.id), OWNER), Task)
+    assert loop_read._links()["default"][2] is not first
