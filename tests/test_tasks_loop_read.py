@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -86,7 +87,7 @@ def test_another_owner_an_unknown_id_and_a_malformed_one_read_nothing():
 def test_the_read_connection_refuses_writes():
     task = _task()
     assert isinstance(read_visible(str(task.id), OWNER), Task)
-    _, link = loop_read._reader("default")
+    link = loop_read._readers["default"].link
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         link.execute(f"DELETE FROM {Task._meta.db_table}")  # noqa: S608
     assert Task.objects.filter(pk=task.id).exists()
@@ -136,6 +137,22 @@ def test_another_database_or_a_subclass_of_the_backend_is_left_to_the_store():
 
 
 @on_sqlite
+def test_one_connection_serves_every_thread_and_a_busy_one_is_not_waited_for():
+    task = _task()
+    assert isinstance(read_visible(str(task.id), OWNER), Task)
+    first = loop_read._readers["default"].link
+    seen = []
+    reader = threading.Thread(target=lambda: seen.append(read_visible(str(task.id), OWNER)))
+    reader.start()
+    reader.join()
+    assert isinstance(seen[0], Task) and loop_read._readers["default"].link is first  # async_to_sync's threads
+    with loop_read._lock:  # another thread's loop is reading
+        started = time.perf_counter()
+        assert read_visible(str(task.id), OWNER) is USE_STORE
+        assert time.perf_counter() - started < 1
+
+
+@on_sqlite
 def test_a_locked_database_is_left_to_the_store_at_once_and_the_connection_kept(tmp_path):
     path = str(tmp_path / "locked.sqlite3")
     writer = sqlite3.connect(path, isolation_level=None)  # rollback journal: a writer locks readers out
@@ -145,9 +162,9 @@ def test_a_locked_database_is_left_to_the_store_at_once_and_the_connection_kept(
             started = time.perf_counter()
             assert read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
             assert time.perf_counter() - started < 1  # no busy wait on the event loop (Django's is 5 s)
-            kept = loop_read._links()["default"][2]
+            kept = loop_read._readers["default"].link
             assert read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-            assert loop_read._links()["default"][2] is kept
+            assert loop_read._readers["default"].link is kept
     finally:
         writer.execute("ROLLBACK")
         writer.close()
@@ -157,31 +174,31 @@ def test_a_locked_database_is_left_to_the_store_at_once_and_the_connection_kept(
 def test_a_failing_connection_is_dropped_and_opened_again():
     task = _task()
     assert isinstance(read_visible(str(task.id), OWNER), Task)
-    broken = loop_read._links()["default"][2]
+    broken = loop_read._readers["default"].link
     broken.close()  # any error but "busy" or "locked"
     assert read_visible(str(task.id), OWNER) is USE_STORE
-    assert "default" not in loop_read._links()
+    assert "default" not in loop_read._readers
     again = read_visible(str(task.id), OWNER)
     assert isinstance(again, Task) and again.id == task.id
-    assert loop_read._links()["default"][2] is not broken
+    assert loop_read._readers["default"].link is not broken
 
 
 @on_sqlite
 def test_a_database_that_cannot_be_opened_is_left_to_the_store(tmp_path):
     with _reader_on(str(tmp_path / "no-such-dir" / "db.sqlite3")):
         assert read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-    assert "default" not in loop_read._links() and "default" not in loop_read._elsewhere
+    assert "default" not in loop_read._readers and "default" not in loop_read._elsewhere
 
 
 @on_sqlite
 def test_a_renamed_database_gets_a_connection_of_its_own(tmp_path):
     task = _task()
     assert isinstance(read_visible(str(task.id), OWNER), Task)
-    database, first = loop_read._reader("default")
+    database, _, first = loop_read._readers["default"]
     other = str(tmp_path / "other.sqlite3")
     sqlite3.connect(other).close()
     with mock.patch.dict(database.settings_dict, {"NAME": other}):
         with _reader_on(other):
             assert read_visible(str(task.id), OWNER) is USE_STORE  # no task table there: dropped
     assert isinstance(read_visible(str(task.id), OWNER), Task)
-    assert loop_read._links()["default"][2] is not first
+    assert loop_read._readers["default"].link is not first

@@ -1,26 +1,28 @@
 """``tasks/get``'s read of a SQLite database on the event loop's own thread.
 
 On SQLite a read by primary key costs less than the thread hop the store's door puts around it
-(on the bench machine ~100 µs against ~400 µs through the pool, ``bench/inproc.py``), and
-``tasks/get`` is the request clients repeat. So :func:`read_visible` reads the row here, on a
-connection of the loop thread's own that never waits: its busy timeout is 0, and a database that
-is locked (a rollback-journal writer), a missing file, an expired task (whose deletion is a write)
-or any other surprise answer :data:`USE_STORE`, and the caller goes through the store's door as
-before. In WAL mode, as ``django_mcp.W001`` asks, readers never wait for the writer.
+(on the bench machine ~50 µs against ~400 µs through the pool), and ``tasks/get`` is the request
+clients repeat. So :func:`read_visible` reads the row on the loop, on a connection that never
+waits: its busy timeout is 0, it is taken only if no other thread holds it, and a locked database
+(a rollback-journal writer), a failing connection, an expired task (whose deletion is a write) or
+another backend answer :data:`USE_STORE`: the caller goes through the store's door as before. In
+WAL mode, as ``django_mcp.W001`` asks, readers never wait for the writer.
 
 Django's own connection cannot be used here: it refuses to run on a thread with an event loop
-(``SynchronousOnlyOperation``). The connection is the one Django would open (its parameters, its
-``init_command``, its column converters), read-only, and never inside a transaction, so every read
-sees what is committed, as the store's threads do.
+(``SynchronousOnlyOperation``), and an event loop gets a new one per request. This connection is
+the one Django would open (its parameters, its ``init_command``, its column converters), one per
+database per process (threads come and go with ``async_to_sync``), read-only, and never inside a
+transaction, so every read sees what is committed, as the store's threads do.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import sqlite3
 import threading
 from enum import Enum
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from django.db import connections, router
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabase
@@ -37,9 +39,17 @@ class _Answer(Enum):
 USE_STORE: Final = _Answer.USE_STORE
 """What :func:`read_visible` answers when the read has to go through the store's door."""
 
+
+class _Reader(NamedTuple):
+    database: SQLiteDatabase  # for its settings and converters: never connected
+    name: str  # the file it was opened on (the test runner renames the database)
+    link: sqlite3.Connection
+
+
 _WAIT_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-_local = threading.local()
+_readers: dict[str, _Reader] = {}
 _elsewhere: set[str] = set()  # aliases whose database this module does not read
+_lock = threading.Lock()
 
 
 def read_visible(task_id: Any, owner: str) -> Task | None | Literal[_Answer.USE_STORE]:
@@ -47,28 +57,29 @@ def read_visible(task_id: Any, owner: str) -> Task | None | Literal[_Answer.USE_
     pk = parse_id(task_id)
     if pk is None:
         return None
-    try:
-        database, link = _reader(router.db_for_read(Task))
-    except _NotHere:
+    alias = router.db_for_read(Task)
+    if alias in _elsewhere or not _lock.acquire(blocking=False):  # another thread's loop reads: never wait
         return USE_STORE
-    plan = read_plan(database, True)
     try:
-        cursor = link.execute(_qmark(plan.sql), (Task._meta.pk.get_db_prep_value(pk, database), owner))
-        found = cursor.fetchone()
-    except sqlite3.Error as exc:
-        if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in _WAIT_CODES:
-            _drop(database.alias)  # gone or broken: open it again next time
-        return USE_STORE  # the store's threads know how to wait and retry
+        reader = _reader(alias)
+        if reader is None:
+            return USE_STORE
+        plan = read_plan(reader.database, True)
+        params = (Task._meta.pk.get_db_prep_value(pk, reader.database), owner)
+        try:
+            found = reader.link.execute(_qmark(plan.sql), params).fetchone()
+        except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in _WAIT_CODES:
+                _drop(alias)  # failing, not busy: open it again next time
+            return USE_STORE  # the store's threads know how to wait and retry
+    finally:
+        _lock.release()
     if found is None:
         return None
-    task = load_row(database, plan, found)
+    task = load_row(reader.database, plan, found)
     if task.expires_at is not None and task.expires_at <= timezone.now():
         return USE_STORE  # the store deletes it: a write, which waits for the lock
     return task
-
-
-class _NotHere(Exception):
-    pass
 
 
 @functools.cache
@@ -76,29 +87,23 @@ def _qmark(sql: str) -> str:
     return sql.replace("%s", "?")  # the plan's placeholders are Django's; its names hold no "%"
 
 
-def _reader(alias: str) -> tuple[SQLiteDatabase, sqlite3.Connection]:
-    """This thread's Django wrapper (settings, converters; never connected) and read connection for ``alias``.
-
-    Not ``connections[alias]``: on a thread with an event loop that is a new wrapper per request.
-    """
-    links = _links()
-    opened = links.get(alias)
-    if opened is not None and opened[0].settings_dict["NAME"] == opened[1]:  # the test runner renames it
-        return opened[0], opened[2]
-    if alias in _elsewhere:
-        raise _NotHere
+def _reader(alias: str) -> _Reader | None:
+    """The read connection to ``alias``, opened as Django opens its own; None if it cannot be."""
+    reader = _readers.get(alias)
+    if reader is not None and reader.database.settings_dict["NAME"] == reader.name:
+        return reader
     _drop(alias)
     database = connections.create_connection(alias)
     if type(database) is not SQLiteDatabase:  # another database, or a subclass opening its connections its own way
         _elsewhere.add(alias)
-        raise _NotHere
+        return None
     params = database.get_connection_params()  # also reads OPTIONS' init_command into init_commands
     params["timeout"] = 0  # never wait on the event loop: a locked database goes to the store
     params["isolation_level"] = None  # autocommit: each read sees the latest commit
     try:
         link: sqlite3.Connection = sqlite3.connect(**params)
     except sqlite3.Error:
-        raise _NotHere from None
+        return None
     try:
         for statement in getattr(database, "init_commands", ()):  # set by get_connection_params
             if statement := statement.strip():
@@ -106,19 +111,18 @@ def _reader(alias: str) -> tuple[SQLiteDatabase, sqlite3.Connection]:
         link.execute("PRAGMA query_only = ON")
     except sqlite3.Error:
         link.close()
-        raise _NotHere from None
-    _links()[alias] = (database, params["database"], link)
-    return database, link
-
-
-def _links() -> dict[str, tuple[SQLiteDatabase, str, sqlite3.Connection]]:
-    links: dict[str, tuple[SQLiteDatabase, str, sqlite3.Connection]] | None = getattr(_local, "links", None)
-    if links is None:
-        links = _local.links = {}
-    return links
+        return None
+    reader = _readers[alias] = _Reader(database, params["database"], link)
+    return reader
 
 
 def _drop(alias: str) -> None:
-    opened = _links().pop(alias, None)
-    if opened is not None:
-        opened[2].close()
+    reader = _readers.pop(alias, None)
+    if reader is not None:
+        reader.link.close()
+
+
+@atexit.register
+def _close() -> None:
+    for alias in list(_readers):
+        _drop(alias)
