@@ -79,7 +79,7 @@ def parse_json(body: bytes) -> Any:
     try:
         text = body.decode(json.detect_encoding(body))
         _check_depth(text)
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        return _DECODER.decode(text)
     except RecursionError:  # belt and braces: _check_depth should have refused the body first
         raise McpJsonRpcError(PARSE_ERROR, f"Parse error: nested deeper than {MAX_NESTING_DEPTH} levels") from None
     except (UnicodeDecodeError, ValueError) as exc:
@@ -99,8 +99,10 @@ def _check_depth(text: str) -> None:
     Runs before decoding because the decoder recurses once per level (RecursionError, not a
     parse error). Only regular expressions and C-level iteration: linear in the body size.
     """
+    if text.count("{") + text.count("[") <= MAX_NESTING_DEPTH:  # depth <= openers: the common case stops here
+        return
     brackets = _NOT_BRACKET.sub("", _STRING_LITERAL.sub("", text))
-    if len(brackets) <= MAX_NESTING_DEPTH:  # depth <= number of openers: the common case stops here
+    if len(brackets) <= MAX_NESTING_DEPTH:  # the same, not counting brackets inside strings
         return
     # Openers weigh 2 and closers 0, so after i brackets the running sum minus i is the depth.
     weights = brackets.encode("ascii").translate(_BRACKET_WEIGHTS)
@@ -119,6 +121,9 @@ def _finite_float(literal: str) -> float:
     if math.isinf(value):
         raise ValueError("number out of range (it overflows a double)")
     return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)  # json.loads makes one a call
 
 
 def readable_id(obj: Any) -> str | int | None:
