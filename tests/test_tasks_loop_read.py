@@ -53,9 +53,9 @@ def _fields(task: Task) -> dict:
     return {**model_to_dict(task), "id": task.id, "created_at": task.created_at, "updated_at": task.updated_at}
 
 
-def _reader_on(path: str):
+def _reader_on(path: str, **options):
     """Point the loop's reader at another SQLite file (its wrapper as Django would make it)."""
-    settings = {**connections["default"].settings_dict, "NAME": path, "OPTIONS": {}}
+    settings = {**connections["default"].settings_dict, "NAME": path, "OPTIONS": options}
     return mock.patch.object(connections, "create_connection", return_value=SQLiteDatabase(settings, "default"))
 
 
@@ -187,6 +187,15 @@ def test_a_failing_connection_is_dropped_and_opened_again():
 def test_a_database_that_cannot_be_opened_is_left_to_the_store(tmp_path):
     with _reader_on(str(tmp_path / "no-such-dir" / "db.sqlite3")):
         assert read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+    assert "default" not in loop_read._readers and "default" not in loop_read._elsewhere
+
+
+@on_sqlite
+def test_an_init_command_that_fails_leaves_the_read_to_the_store(tmp_path):
+    with _reader_on(str(tmp_path / "db.sqlite3"), init_command="PRAGMA no_such_pragma = (") as create:
+        assert read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+        assert read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+    assert create.call_count == 2  # not remembered as another backend: tried again
     assert "default" not in loop_read._readers and "default" not in loop_read._elsewhere
 
 

@@ -26,7 +26,6 @@ from typing import Any, Final, Literal, NamedTuple
 
 from django.db import connections, router
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabase
-from django.utils import timezone
 
 from .models import Task
 from .rows import load_row, parse_id, read_plan
@@ -77,7 +76,7 @@ def read_visible(task_id: Any, owner: str) -> Task | None | Literal[_Answer.USE_
     if found is None:
         return None
     task = load_row(reader.database, plan, found)
-    if task.expires_at is not None and task.expires_at <= timezone.now():
+    if task.is_expired():
         return USE_STORE  # the store deletes it: a write, which waits for the lock
     return task
 

@@ -334,7 +334,7 @@ def visible(task_id: Any, owner: str) -> Task | None:
     if pk is None:
         return None
     task = _read(pk, owner)
-    if task is not None and task.expires_at is not None and task.expires_at <= timezone.now():
+    if task is not None and task.is_expired():
         _forget(Task.objects.filter(pk=pk))
         return None
     return task
