@@ -10,7 +10,7 @@ milliseconds are computed where they go out.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
+from functools import cache, cached_property
 from typing import Any, Literal, TypeVar
 
 from django.conf import settings
@@ -71,10 +71,15 @@ class McpSettings(BaseModel):
             raise ValueError("serve at least one protocol revision")
         return versions
 
-    @property
+    @cached_property
     def handshake_versions(self) -> tuple[str, ...]:
         """The handshake-era revisions served, newest first."""
         return tuple(v for v in HANDSHAKE_VERSIONS if v in self.PROTOCOL_VERSIONS)
+
+    @cached_property
+    def modern_versions(self) -> tuple[str, ...]:
+        """The 2026-07-28 revision, if served (the stateless era has one revision)."""
+        return tuple(v for v in self.PROTOCOL_VERSIONS if v == PROTOCOL_VERSION)
 
 
 _sections: list[type[BaseModel]] = []

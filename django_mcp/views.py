@@ -23,7 +23,7 @@ from .protocol import sse
 from .protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
 from .protocol.handshake import is_handshake_era
 from .protocol.jsonrpc import WireJSONEncoder, error_response, parse_json, result_response
-from .protocol.ladder import PROTOCOL_VERSION, Rejection, admit_message, check_media_types, check_origin
+from .protocol.ladder import Rejection, admit_message, check_media_types, check_origin
 from .server.context import McpRequest
 from .server.lifecycle import lifecycle
 from .server.listen import ListenStream, admit_stream
@@ -38,9 +38,22 @@ _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 Outcome = tuple[dict[str, Any], int]  # a JSON-RPC response and its HTTP status
 
 
+class _McpApi(NinjaAPI):
+    """Ninja, minus the scratch response it builds for every request.
+
+    Ninja prepares an ``HttpResponse`` for an operation to fill (status, headers, cookies) before
+    calling it. Every operation here returns its own response and takes no ``response`` argument, so
+    that one is never read: it is left unbuilt (an instance without ``__init__``; any use would fail
+    loudly instead of leaking between requests).
+    """
+
+    def create_temporal_response(self, request: HttpRequest) -> HttpResponse:
+        return HttpResponse.__new__(HttpResponse)
+
+
 def build_api(server: McpServer) -> NinjaAPI:
     """The NinjaAPI serving ``server`` (the server builds it once)."""
-    api = NinjaAPI(urls_namespace=server.urls_namespace, docs_url=None, openapi_url=None)
+    api = _McpApi(urls_namespace=server.urls_namespace, docs_url=None, openapi_url=None)
 
     @api.post("", auth=server.auth, include_in_schema=False)
     async def mcp_post(request: HttpRequest) -> HttpResponseBase:
@@ -151,17 +164,21 @@ def _headers(request: HttpRequest) -> dict[str, str]:
     return headers
 
 
+def _too_big(limit: int) -> Rejection:
+    error = McpJsonRpcError(INVALID_REQUEST, f"Request body too large: at most {limit} bytes", http_status=413)
+    return Rejection(error)
+
+
 def _read_body(request: HttpRequest, headers: dict[str, str], limit: int) -> bytes:
-    too_big = McpJsonRpcError(INVALID_REQUEST, f"Request body too large: at most {limit} bytes", http_status=413)
     declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise Rejection(too_big)
+        raise _too_big(limit)
     # read() (not .body) so at most limit+1 bytes are held in memory. The ASGI server has already
     # received the whole body by now (daphne buffers it): enforce the limit at the proxy too.
     # Mock requests (ninja's TestClient) have no stream, only a body.
     body = request.read(limit + 1) if hasattr(request, "_stream") else request.body[: limit + 1]
     if len(body) > limit:
-        raise Rejection(too_big)
+        raise _too_big(limit)
     return body
 
 
@@ -190,7 +207,7 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
             obj,
             headers,
             name_params=server.dispatcher.name_params,
-            supported=tuple(v for v in settings.PROTOCOL_VERSIONS if v == PROTOCOL_VERSION),
+            supported=settings.modern_versions,
         )
     except Rejection as rejection:
         return _error(rejection.error, rejection.request_id)

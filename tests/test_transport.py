@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from django.http import HttpResponse
 from django.test import override_settings
 
 from tests.wire import assert_wire, call, post, request_body
@@ -279,3 +280,34 @@ async def test_body_over_the_limit_is_413(async_client, settings):
 async def test_error_responses_validate_against_the_schema(async_client):
     response = await post(async_client, request_body("tools/call", {"name": "nope"}))
     assert_wire(json.loads(response.content), "JSONRPCErrorResponse")
+
+
+async def test_a_request_builds_one_response(async_client, monkeypatch):
+    """Ninja's scratch response (never read: the view returns its own) is not built per request."""
+    built = []
+    init = HttpResponse.__init__
+
+    def counting_init(self, *args, **kwargs):
+        built.append(self)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(HttpResponse, "__init__", counting_init)
+    response = await post(async_client, request_body("tools/call", {"name": "async_echo", "arguments": {"text": "a"}}))
+    assert json.loads(response.content)["result"]["content"][0]["text"] == "a"
+    assert built == [response]
+    built.clear()
+    refused = await post(async_client, request_body("tools/call", {"name": "nope"}))
+    assert refused.status_code == 400
+    assert _error(refused)["error"]["code"] == -32602
+    assert built == [refused]
+
+
+async def test_a_handshake_only_server_refuses_a_2026_request_and_follows_a_settings_change(async_client, settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "PROTOCOL_VERSIONS": ["2025-11-25"]}
+    response = await post(async_client, request_body("server/discover", id=4))
+    assert response.status_code == 400
+    error = _error(response)["error"]
+    assert error["code"] == -32022
+    assert error["data"]["requested"] == "2026-07-28"
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "PROTOCOL_VERSIONS": ["2026-07-28", "2025-11-25"]}
+    assert (await call(async_client, "server/discover"))["result"]["resultType"] == "complete"
