@@ -43,8 +43,8 @@ class _McpApi(NinjaAPI):
 
     Ninja prepares an ``HttpResponse`` for an operation to fill (status, headers, cookies) before
     calling it. Every operation here returns its own response and takes no ``response`` argument, so
-    that one is never read: it is left unbuilt (an instance without ``__init__``; any use would fail
-    loudly instead of leaking between requests).
+    that one is never read: it is left unbuilt (an instance without ``__init__``, fresh per request;
+    reading its headers or content would raise instead of answering something half-made).
     """
 
     def create_temporal_response(self, request: HttpRequest) -> HttpResponse:
