@@ -208,6 +208,7 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
             headers,
             name_params=server.dispatcher.name_params,
             supported=settings.modern_versions,
+            advertised=settings.modern_versions or settings.handshake_versions,
         )
     except Rejection as rejection:
         return _error(rejection.error, rejection.request_id)

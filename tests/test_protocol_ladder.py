@@ -469,6 +469,13 @@ class TestCheckVersion:
             check_version(_meta_model("2026-07-28"), ("2025-11-25",))
         assert info.value.data == {"supported": ["2025-11-25"], "requested": "2026-07-28"}
 
+    def test_a_refusal_names_the_advertised_versions(self):
+        # A handshake-only server serves no 2026-07-28 revision, and names the ones it does speak.
+        check_version(_meta_model(), ("2026-07-28",), ("2025-11-25",))
+        with pytest.raises(McpJsonRpcError) as info:
+            check_version(_meta_model(), (), ("2025-11-25", "2025-06-18"))
+        assert info.value.data == {"supported": ["2025-11-25", "2025-06-18"], "requested": "2026-07-28"}
+
 
 # --------------------------------------------------------------------------- admit
 

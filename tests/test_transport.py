@@ -308,6 +308,7 @@ async def test_a_handshake_only_server_refuses_a_2026_request_and_follows_a_sett
     assert response.status_code == 400
     error = _error(response)["error"]
     assert error["code"] == -32022
-    assert error["data"]["requested"] == "2026-07-28"
+    # Named so that the client knows to fall back to initialize (wire-reference §6.2: SHOULD name them).
+    assert error["data"] == {"supported": ["2025-11-25"], "requested": "2026-07-28"}
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "PROTOCOL_VERSIONS": ["2026-07-28", "2025-11-25"]}
     assert (await call(async_client, "server/discover"))["result"]["resultType"] == "complete"

@@ -129,10 +129,12 @@ def _require_equal(headers: Mapping[str, str], name: str, expected: str, *, deco
         raise header_mismatch(f"Header {name} ({value!r}) does not match the request body ({expected!r})", name)
 
 
-def check_version(meta: RequestMeta, supported: Collection[str] = SUPPORTED_VERSIONS) -> None:
-    """-32022 for a protocol version this server does not speak."""
+def check_version(
+    meta: RequestMeta, supported: Collection[str] = SUPPORTED_VERSIONS, advertised: Collection[str] | None = None
+) -> None:
+    """-32022 for a protocol version this server does not speak, naming ``advertised`` (default: ``supported``)."""
     if meta.protocol_version not in supported:
-        raise unsupported_version(meta.protocol_version, supported)
+        raise unsupported_version(meta.protocol_version, supported if advertised is None else advertised)
 
 
 def admit(
@@ -159,8 +161,13 @@ def admit_message(
     *,
     name_params: Mapping[str, str],
     supported: Collection[str] = SUPPORTED_VERSIONS,
+    advertised: Collection[str] | None = None,
 ) -> Admitted:
-    """The rungs after JSON decoding, for a front that already decoded the body (one parse per request)."""
+    """The rungs after JSON decoding, for a front that already decoded the body (one parse per request).
+
+    ``advertised`` is what a -32022 names when it is not ``supported`` (a server that speaks only the
+    handshake era names those revisions, so a client knows to fall back to ``initialize``).
+    """
     try:
         message = parse_message(obj)
     except McpJsonRpcError as exc:
@@ -171,7 +178,7 @@ def admit_message(
     try:
         meta = parse_meta(message.params)
         check_routing_headers(message, meta, headers, name_params.get(message.method))
-        check_version(meta, supported)
+        check_version(meta, supported, advertised)
     except McpJsonRpcError as exc:
         raise Rejection(exc, message.id) from None
     return Admitted(message, meta)
