@@ -813,6 +813,6 @@ def test_giving_back_a_place_while_the_database_is_down_logs_and_does_not_mask_t
 
     from django_mcp.tasks import store
 
-    with mock.patch.object(store.TaskQuota.objects, "filter", side_effect=OperationalError("down")):
+    with mock.patch("django.db.models.query.QuerySet.update", side_effect=OperationalError("down")):
         store._give_back("give-back", "o")  # called while the insert's own error propagates
     assert "mcp_clear_tasks --recount" in caplog.text

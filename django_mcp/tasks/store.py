@@ -4,6 +4,10 @@ The functions here are plain sync ORM code. :class:`TaskStore` runs them for
 async callers in a small thread pool of its own (one per plugin), recycling
 connections around each call (background tasks have no request to do it for
 them).
+
+Everything here happens on the database the router writes ``Task`` to (``default`` without
+routers): its transactions, its raw SQL and the cap counters (``TaskQuota`` rows go where the tasks
+go, whatever the router says of them).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from datetime import datetime, timedelta
 from functools import partial, wraps
 from typing import Any, ParamSpec, TypeVar
 
-from django.db import DatabaseError, IntegrityError, close_old_connections, connection, connections, router, transaction
+from django.db import DatabaseError, IntegrityError, close_old_connections, connections, router, transaction
 from django.db.models import Count, F, QuerySet
 from django.db.models.functions import Greatest
 from django.utils import timezone
@@ -38,13 +42,19 @@ R = TypeVar("R")
 _sqlite_writer = threading.Lock()
 
 
+def _database() -> str:
+    """The alias of the database the tasks live on: where the router writes ``Task``."""
+    return router.db_for_write(Task)
+
+
 def _guarded(fn: Callable[P, R], *, writes: bool) -> Callable[P, R]:
     @wraps(fn)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         # A pooled or server connection is recycled around every call (Django's own rule, as for a
         # request). A SQLite connection is a file handle whose reopening (and PRAGMAs) costs more
         # than the query: each of the few store threads keeps its own.
-        sqlite = connection.vendor == "sqlite"
+        conn = connections[_database()]
+        sqlite = conn.vendor == "sqlite"
         if not sqlite:
             close_old_connections()
         try:
@@ -55,7 +65,7 @@ def _guarded(fn: Callable[P, R], *, writes: bool) -> Callable[P, R]:
                     return fn(*args, **kwargs)
             return fn(*args, **kwargs)
         except DatabaseError:
-            connection.close()  # never reuse a connection that just failed
+            conn.close()  # never reuse a connection that just failed
             raise
         finally:
             if not sqlite:
@@ -198,14 +208,16 @@ def create(
     # PostgreSQL the counting commits on its own without waiting for its WAL flush, so creations do
     # not queue behind each other's fsync; the task's own commit comes later in the same WAL and
     # waits for the flush, which makes the counting durable too. A failed insert gives the place back.
-    separate = connection.vendor == "postgresql"
+    alias = _database()
+    conn = connections[alias]
+    separate = conn.vendor == "postgresql"
     # With one counter, that commit is the counting statement's own (autocommit): one round trip,
     # and the row's lock is never held across one. Two counters move together, in a transaction.
-    counted = separate and max_tasks_per_owner is None and not connection.in_atomic_block
+    counted = separate and max_tasks_per_owner is None and not conn.in_atomic_block
     if not (counted and _increment(scope, "", max_tasks, commit_lazily=True)):
-        with transaction.atomic():
+        with transaction.atomic(using=alias):
             if separate:
-                with connection.cursor() as cursor:
+                with conn.cursor() as cursor:
                     cursor.execute("SET LOCAL synchronous_commit TO OFF")
             _take_place(scope, "", max_tasks, now)  # the server's row first, then the owner's: one lock order
             if max_tasks_per_owner is not None:
@@ -251,7 +263,9 @@ def _give_back(scope: str, owner: str | None) -> None:
     """Undo the counting of a task whose row was not inserted (best effort: a lost place until a recount)."""
     try:
         for who in ("", owner) if owner is not None else ("",):
-            TaskQuota.objects.filter(scope=scope, owner=who).update(count=Greatest(F("count") - 1, 0))
+            TaskQuota.objects.using(_database()).filter(scope=scope, owner=who).update(
+                count=Greatest(F("count") - 1, 0)
+            )
     except DatabaseError:
         logger.warning("Could not give back the place of a task that was not created (mcp_clear_tasks --recount)")
 
@@ -265,7 +279,10 @@ def _take_place(scope: str, owner: str, limit: int, now: datetime) -> None:
     swept = False
     while not _increment(scope, owner, limit):
         count = (
-            TaskQuota.objects.select_for_update().filter(scope=scope, owner=owner).values_list("count", flat=True)
+            TaskQuota.objects.using(_database())
+            .select_for_update()
+            .filter(scope=scope, owner=owner)
+            .values_list("count", flat=True)
         ).first()
         if count is None:
             _start_counting(scope, owner)
@@ -286,7 +303,8 @@ def _increment(scope: str, owner: str, limit: int, *, commit_lazily: bool = Fals
     ``commit_lazily`` (PostgreSQL, autocommit): the statement's own commit does not wait for its
     WAL flush, as ``SET LOCAL synchronous_commit TO OFF`` would have it in a transaction.
     """
-    qn = connection.ops.quote_name
+    conn = connections[_database()]
+    qn = conn.ops.quote_name
     columns = {field.name: qn(str(field.column)) for field in TaskQuota._meta.concrete_fields}
     count, scope_col, owner_col = columns["count"], columns["scope"], columns["owner"]
     sql = (
@@ -296,25 +314,28 @@ def _increment(scope: str, owner: str, limit: int, *, commit_lazily: bool = Fals
     if commit_lazily:
         # Local to the statement's implicit transaction: the session's setting is left as it was.
         sql += " RETURNING set_config('synchronous_commit', 'off', true)"
-    with connection.cursor() as cursor:
+    with conn.cursor() as cursor:
         cursor.execute(sql, [scope, owner, limit])
         return bool(cursor.rowcount == 1)
 
 
 def _start_counting(scope: str, owner: str) -> None:
     """Make the missing counter row from a count of the tasks (unless a concurrent creation just did)."""
-    tasks = Task.objects.filter(scope=scope)
+    alias = _database()
+    tasks = Task.objects.using(alias).filter(scope=scope)
     initial = (tasks.filter(owner=owner) if owner else tasks).count()
     try:
-        with transaction.atomic():  # a savepoint: another process may create the row at the same moment
-            TaskQuota.objects.create(scope=scope, owner=owner, count=initial)
+        with transaction.atomic(using=alias):  # a savepoint: another process may create the row at the same moment
+            TaskQuota.objects.using(alias).create(scope=scope, owner=owner, count=initial)
     except IntegrityError:
         pass
 
 
 def _forget(tasks: QuerySet[Task]) -> int:
     """Delete ``tasks`` and take them off the counters of their server and owner. Returns how many."""
-    with transaction.atomic():
+    alias = _database()
+    tasks = tasks.using(alias)  # counted where they are deleted, not on a read replica
+    with transaction.atomic(using=alias):
         groups = list(tasks.order_by().values("scope", "owner").annotate(n=Count("pk")))
         deleted, _ = tasks.delete()
         per_server: dict[str, int] = {}
@@ -324,7 +345,7 @@ def _forget(tasks: QuerySet[Task]) -> int:
         decrements = [(scope, "", n) for scope, n in sorted(per_server.items())]
         decrements += sorted((g["scope"], g["owner"], g["n"]) for g in groups if g["owner"])
         for scope, owner, n in decrements:
-            TaskQuota.objects.filter(scope=scope, owner=owner).update(count=Greatest(F("count") - n, 0))
+            TaskQuota.objects.using(alias).filter(scope=scope, owner=owner).update(count=Greatest(F("count") - n, 0))
     return deleted
 
 
@@ -359,7 +380,7 @@ def set_status_message(task_id: Any, message: str) -> Task | None:
 
 def park(task_id: Any, requests: Mapping[str, Any]) -> Task | None:
     """Add outstanding input requests and move the task to ``input_required``."""
-    with transaction.atomic():
+    with transaction.atomic(using=_database()):
         task = _first(Task.objects.select_for_update().filter(pk=task_id, status__in=ACTIVE))
         if task is None:
             return None
@@ -381,7 +402,7 @@ def answer(task_id: Any, owner: str, responses: Mapping[str, Any]) -> tuple[Task
     if pk is None:
         return None, []
     now = timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(using=_database()):
         task = _first(Task.objects.select_for_update().filter(pk=pk, owner=owner).live(now))
         if task is None:
             return None, []
@@ -400,7 +421,7 @@ def answer(task_id: Any, owner: str, responses: Mapping[str, Any]) -> tuple[Task
 def take_answers(task_id: Any, keys: Iterable[str]) -> dict[str, Any] | None:
     """Consume the received answers among ``keys``; None if the task is gone or no longer active."""
     keys = list(keys)
-    with transaction.atomic():
+    with transaction.atomic(using=_database()):
         task = _first(Task.objects.select_for_update().filter(pk=task_id, status__in=ACTIVE))
         if task is None:
             return None
@@ -588,8 +609,9 @@ def sweep_expired_batch(now: datetime | None = None, scope: str | None = None) -
 
 def recount() -> None:
     """Rebuild the cap counters from the rows (after tasks were deleted outside the store)."""
-    with transaction.atomic():
-        TaskQuota.objects.all().delete()  # rebuilt, locked, from a count at the next creation
+    alias = _database()
+    with transaction.atomic(using=alias):
+        TaskQuota.objects.using(alias).all().delete()  # rebuilt, locked, from a count at the next creation
 
 
 class TaskStore:
