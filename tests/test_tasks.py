@@ -273,6 +273,20 @@ async def test_a_run_that_ignores_its_signal_is_cancelled_at_its_next_await(asyn
     assert EVENTS["stubborn"] == "cancelled, signal=True"
 
 
+async def test_the_signal_event_is_set_by_a_cancel_before_or_after_it_is_first_asked_for():
+    from django_mcp.tasks import TaskContext
+
+    waited_on, asked_late = TaskContext(), TaskContext()
+    waiter = asyncio.ensure_future(waited_on.signal.wait())
+    await asyncio.sleep(0)
+    assert not waiter.done() and not waited_on.cancelled
+    waited_on._cancel()
+    await asyncio.wait_for(waiter, 1)
+    assert waited_on.cancelled and waited_on.signal.is_set()
+    asked_late._cancel()  # no event made yet (most tasks never ask for one)
+    assert asked_late.cancelled and asked_late.signal.is_set()
+
+
 async def test_terminal_states_never_change(async_client):
     handle = await create(async_client, "quick")
     done = await wait_for(async_client, handle["taskId"], "completed")

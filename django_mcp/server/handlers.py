@@ -17,13 +17,17 @@ from .mrtr import InputRequired
 logger = logging.getLogger("django_mcp")
 
 
-async def call_handler(handler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Await ``handler(*args, **kwargs)``; a sync handler runs off the event loop (safe for the ORM)."""
+def call_handler(handler: Callable[..., Any], *args: Any, **kwargs: Any) -> Awaitable[Any]:
+    """``handler(*args, **kwargs)`` to await; a sync handler runs off the event loop (safe for the ORM).
+
+    A plain function handing back the handler's own coroutine: no coroutine of its own around it,
+    which a running task would keep in memory for as long as it runs.
+    """
     try:
         awaitable = _cached_awaitable(handler)
     except TypeError:  # an unhashable callable object
         awaitable = _awaitable(handler)
-    return await awaitable(*args, **kwargs)
+    return awaitable(*args, **kwargs)
 
 
 def _awaitable(handler: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:

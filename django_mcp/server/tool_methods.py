@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -43,8 +44,8 @@ async def call_tool(context: ServerContext, request: McpRequest, params: CallToo
         plugin.refuse_tool_call(request, tool)
     kwargs = tool.validate_arguments(params.arguments)
 
-    async def invoke(req: McpRequest) -> Any:
-        return await call_handler(tool.handler, req, **kwargs)
+    def invoke(req: McpRequest) -> Awaitable[Any]:
+        return call_handler(tool.handler, req, **kwargs)
 
     proceed: ProceedToolCall = invoke
     for plugin in reversed(context.plugins):

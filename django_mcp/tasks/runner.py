@@ -17,7 +17,7 @@ import inspect
 import json
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext, async_to_sync, sync_to_async
@@ -79,10 +79,15 @@ def check_run(run: Any) -> None:
         raise TypeError(f"run must be a function taking the task (async def or def), not {type(run).__name__}")
 
 
-async def call_run(run: Run, task: TaskContext) -> Any:
-    """Call a task body: async ones on the loop, sync ones in the task's own thread."""
+def call_run(run: Run, task: TaskContext) -> Awaitable[Any]:
+    """A task body's call to await: async ones on the loop, sync ones in the task's own thread."""
     if inspect.iscoroutinefunction(run):
-        return await run(task)
+        body: Awaitable[Any] = run(task)  # no coroutine of ours around it, kept for as long as the task runs
+        return body
+    return _call_sync_run(run, task)
+
+
+async def _call_sync_run(run: Run, task: TaskContext) -> Any:
     value = await sync_to_async(run)(task)
     if inspect.isawaitable(value):  # e.g. a lambda returning a coroutine
         value = await value
@@ -107,13 +112,28 @@ class TaskContext:
     tool: Tool | None
     arguments: dict[str, Any]
 
-    def __init__(self) -> None:
-        self.signal = asyncio.Event()
+    _cancelled = False
+    _signal: asyncio.Event | None = None  # made when first asked for: most tasks never wait on it
 
     @property
     def cancelled(self) -> bool:
         """Whether the task should stop: ``tasks/cancel``, or the server is shutting down."""
-        return self.signal.is_set()
+        return self._cancelled
+
+    @property
+    def signal(self) -> asyncio.Event:
+        """An event set when :attr:`cancelled` turns true (``await task.signal.wait()``)."""
+        if self._signal is None:
+            self._signal = asyncio.Event()
+            if self._cancelled:
+                self._signal.set()
+        return self._signal
+
+    def _cancel(self) -> None:
+        # The runner's, on tasks/cancel or at shutdown.
+        self._cancelled = True
+        if self._signal is not None:
+            self._signal.set()
 
     async def aupdate(self, status_message: str) -> None:
         """Set the task's ``statusMessage`` (its progress channel); listeners see it at once."""
@@ -136,7 +156,6 @@ class InlineTask(TaskContext):
     """A task body run inside its request: updates are progress notifications, input is asked in the request."""
 
     def __init__(self, request: McpRequest, tool: Tool | None) -> None:
-        super().__init__()
         self.tool = tool
         self.arguments = dict(request.params.get("arguments") or {})
         self._request = request
@@ -157,14 +176,13 @@ class RunningTask(TaskContext):
     tool: Tool
 
     def __init__(self, runner: TaskRunner, task: Task, tool: Tool, capabilities: Mapping[str, Any]) -> None:
-        super().__init__()
         self.id = str(task.id)
         self.tool = tool
         self.arguments = dict(task.arguments)
         self._runner = runner
         self._capabilities = capabilities
         self._issued: set[str] = set(task.input_keys)
-        self._wake = asyncio.Event()
+        self._wake: asyncio.Event | None = None  # made when the task first parks
         self.work: asyncio.Future[Any] | None = None
         self.stopping = False
         self.gone = False  # the row is no longer active here (deleted, reaped elsewhere): nothing to record
@@ -207,6 +225,8 @@ class RunningTask(TaskContext):
     async def _collect(self, wire_keys: list[str]) -> dict[str, Any]:
         """Wait until every key is answered: woken by tasks/update (or the maintenance loop), then read the row."""
         collected: dict[str, Any] = {}
+        if self._wake is None:
+            self._wake = asyncio.Event()
         while len(collected) < len(wire_keys):
             self._wake.clear()
             taken = await self._runner.store.take_answers(self.id, [k for k in wire_keys if k not in collected])
@@ -218,7 +238,8 @@ class RunningTask(TaskContext):
         return collected
 
     def wake(self) -> None:
-        self._wake.set()
+        if self._wake is not None:  # (not parked yet: its first read of the row sees the answers)
+            self._wake.set()
 
     def _vanished(self) -> asyncio.CancelledError:
         self.gone = True
@@ -279,7 +300,7 @@ class TaskRunner:
         async with ThreadSensitiveContext() as thread_context:
             work = asyncio.ensure_future(call_run(run, context))
             context.work = work
-            if context.signal.is_set():  # cancelled before it started
+            if context.cancelled:  # cancelled before it started
                 work.cancel()
             try:
                 finished = await self._outcome(context, work)
@@ -333,7 +354,7 @@ class TaskRunner:
             early.add(op)
             return True
         if op == "cancel":
-            context.signal.set()
+            context._cancel()
             if context.work is not None:
                 context.work.cancel()
         else:
@@ -428,7 +449,7 @@ class TaskRunner:
         contexts = list(self._running.values())
         supervisors = list(self._supervisors.values())
         for context in contexts:
-            context.signal.set()
+            context._cancel()
         if supervisors and grace_seconds > 0:
             await asyncio.wait(supervisors, timeout=grace_seconds)
         for context in contexts:
