@@ -327,3 +327,40 @@ def test_e003_auth_module_raising_at_import(broken_auth_module):
         messages = check_settings(None)
     assert [m.id for m in messages] == ["django_mcp.E003"]
     assert "BearerAuht" in messages[0].msg
+
+
+class ReadsFromReplica:
+    """Reads everything from a replica, writes to ``default`` (a common router; the replica need not exist here)."""
+
+    def db_for_read(self, model, **hints):
+        return "replica"
+
+    def db_for_write(self, model, **hints):
+        return "default"
+
+
+class TasksToOneDatabase(ReadsFromReplica):
+    """The same, except the django_mcp app, read and written on ``default``."""
+
+    def db_for_read(self, model, **hints):
+        return "default" if model._meta.app_label == "django_mcp" else "replica"
+
+
+def _w012() -> list[checks.CheckMessage]:
+    return [m for m in run_checks(tags=[Tags.database], databases=["default"]) if m.id == "django_mcp.W012"]
+
+
+def test_w012_tasks_read_from_another_database_than_they_are_written_to():
+    with override_settings(DATABASE_ROUTERS=[f"{__name__}.ReadsFromReplica"]):
+        (message,) = _w012()
+    assert message.level == checks.WARNING
+    assert "reads django_mcp's tasks from 'replica' but writes them to 'default'" in message.msg
+    assert "unknown task" in message.msg and "db_for_read" in message.hint
+    # Not among the checks run without databases (plain `manage.py check`): migrate and the test runner run it.
+    assert not [m for m in run_checks() if m.id == "django_mcp.W012"]
+
+
+@pytest.mark.parametrize("routers", [[], [f"{__name__}.TasksToOneDatabase"]])
+def test_w012_not_raised_when_tasks_are_read_where_they_are_written(routers):
+    with override_settings(DATABASE_ROUTERS=routers):
+        assert _w012() == []
