@@ -286,10 +286,13 @@ class _Outbox:
     """What a handler sends before its response; the first message, or the response, wakes the view."""
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        # Made by the first message: most requests send none (a queue is four deques, ~2.5 KB).
+        self.queue: asyncio.Queue[dict[str, Any]] | None = None
         self.woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def put(self, message: dict[str, Any]) -> None:
+        if self.queue is None:
+            self.queue = asyncio.Queue()
         self.queue.put_nowait(message)
         self.wake()
 
@@ -313,11 +316,12 @@ async def _respond(
     except asyncio.CancelledError:  # the client went away: cancel the handler
         work.cancel()
         raise
-    if work.done() and outbox.queue.empty():
+    if work.done() and outbox.queue is None:
         outcome = work.result()
         if isinstance(outcome, ListenStream):
             return _sse(outcome.events())
         return _json(*outcome)
+    assert outbox.queue is not None  # woken by a message (the handler has not finished, or sent one first)
     return _sse(_stream(outbox.queue, work))
 
 
