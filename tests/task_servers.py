@@ -141,6 +141,14 @@ async def task_boom(request: McpRequest) -> Any:
     return await astart_task(request, run=run)
 
 
+@task_tools.register(task_support="optional", run_body_as_task=False)
+async def run_without_task(request: McpRequest) -> Any:
+    async def run() -> str:  # forgot the task parameter: calling it raises TypeError
+        return "never"
+
+    return await astart_task(request, run=run)  # type: ignore[arg-type]
+
+
 @task_tools.register(task_support="optional")
 async def task_rpc_error(request: McpRequest) -> Any:
     async def run(task: TaskContext) -> str:

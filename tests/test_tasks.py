@@ -209,6 +209,13 @@ async def test_ordinary_exception_completes_with_is_error(async_client):
     assert "RuntimeError: kaput" in result["result"]["content"][0]["text"]
 
 
+async def test_a_run_that_cannot_take_the_task_ends_the_task_as_a_raising_run_does(async_client):
+    handle = await create(async_client, "run_without_task")
+    result = await wait_for(async_client, handle["taskId"], "completed", "failed")
+    assert result["status"] == "completed" and result["result"]["isError"] is True
+    assert "TypeError" in result["result"]["content"][0]["text"]
+
+
 async def test_json_rpc_error_fails_the_task_with_that_error(async_client):
     handle = await create(async_client, "task_rpc_error")
     result = await wait_for(async_client, handle["taskId"], "completed", "failed")

@@ -17,7 +17,7 @@ import inspect
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext, async_to_sync, sync_to_async
@@ -79,15 +79,14 @@ def check_run(run: Any) -> None:
         raise TypeError(f"run must be a function taking the task (async def or def), not {type(run).__name__}")
 
 
-def call_run(run: Run, task: TaskContext) -> Awaitable[Any]:
-    """A task body's call to await: async ones on the loop, sync ones in the task's own thread."""
+async def call_run(run: Run, task: TaskContext) -> Any:
+    """Call a task body: async ones on the loop, sync ones in the task's own thread.
+
+    A coroutine of its own, so that a body that cannot even be called (e.g. one taking no task) fails
+    the task like one that raises, instead of the supervisor before it watches the run.
+    """
     if inspect.iscoroutinefunction(run):
-        body: Awaitable[Any] = run(task)  # no coroutine of ours around it, kept for as long as the task runs
-        return body
-    return _call_sync_run(run, task)
-
-
-async def _call_sync_run(run: Run, task: TaskContext) -> Any:
+        return await run(task)
     value = await sync_to_async(run)(task)
     if inspect.isawaitable(value):  # e.g. a lambda returning a coroutine
         value = await value
