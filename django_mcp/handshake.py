@@ -33,7 +33,6 @@ from .protocol.handshake import (
 )
 from .protocol.jsonrpc import LOG_LEVELS, RequestMeta, parse_message, readable_id
 from .protocol.ladder import Rejection
-from .server import subscriptions
 from .server.context import McpRequest
 from .server.listen import CONTROL_TYPE, ListenStream
 from .server.mrtr import InputRequest
@@ -62,17 +61,8 @@ def _missing_session() -> McpJsonRpcError:
 
 def principal(server: McpServer, request: HttpRequest) -> str:
     """The session owner for this HTTP request (the same principal naming as task bindings)."""
-    return sessions.owner_key(server.urls_namespace, principal_key(request))
-
-
-def stream_holder(server: McpServer, request: HttpRequest) -> str:
-    """Who holds a GET stream of this HTTP request, as the listen limits count it (as for POST listen)."""
-    return subscriptions.stream_holder(server.urls_namespace, principal_key(request), request.META.get("REMOTE_ADDR"))
-
-
-def principal_key(request: HttpRequest) -> str:
     probe = McpRequest(request, request_id=None, method="", params={}, meta=_meta("", {}, None))
-    return probe.principal_key
+    return sessions.owner_key(server.urls_namespace, probe.principal_key)
 
 
 def _meta(

@@ -108,7 +108,7 @@ async def handle_session_request(server: McpServer, request: HttpRequest) -> Htt
             )
         await server.started()
         stream = await handshake.open_stream(server, request, headers)
-        admit_stream(stream, handshake.stream_holder(server, request))
+        admit_stream(stream, handshake.principal(server, request))
     except Rejection as rejection:
         return _error(rejection.error, rejection.request_id)
     except McpJsonRpcError as exc:

@@ -15,9 +15,6 @@ from .mrtr import MRTR_METHODS, InputRequest, InputRounds, binding
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
-ANONYMOUS = "anonymous"
-"""The :attr:`McpRequest.principal_key` of a caller that is neither an auth principal nor a logged-in user."""
-
 Sink = Callable[[dict[str, Any]], None]
 Asker = Callable[[Mapping[str, InputRequest[Any]]], Awaitable[dict[str, Any]]]
 """How an era asks the client for input: gets the requests by key, returns the answers by key."""
@@ -110,7 +107,7 @@ class McpRequest:
         user = self.user
         if user is not None and getattr(user, "is_authenticated", False):
             return f"user:{user.pk}"
-        return ANONYMOUS
+        return "anonymous"
 
     @property
     def protocol_version(self) -> str:

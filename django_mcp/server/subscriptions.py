@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import META_SERVER_INFO
-from .context import ANONYMOUS, McpRequest
+from .context import McpRequest
 from .listen import ListenStream, admit_stream
 from .notify import has_channel_layer, resource_group
 from .params import ListenParams
@@ -62,17 +62,13 @@ async def listen(context: ServerContext, request: McpRequest, params: ListenPara
         keepalive_seconds=settings.LISTEN_KEEPALIVE_SECONDS,
         queue_size=settings.LISTEN_QUEUE_SIZE,
     )
-    holder = stream_holder(request.namespace, request.principal_key, request.http_request.META.get("REMOTE_ADDR"))
-    return admit_stream(stream, holder)
+    return admit_stream(stream, principal_digest(request.namespace, request.principal_key))
 
 
-def stream_holder(namespace: str, principal_key: str, address: str | None) -> str:
+def principal_digest(namespace: str, principal_key: str) -> str:
     """Who holds a listen stream, as the listen limits count it: a digest (a principal may be a secret).
 
-    Anonymous callers are told apart by their address (``REMOTE_ADDR``), so one of them cannot use up
-    the allowance of all (behind a proxy that does not pass the client's address on, they are one).
-    The POST listen streams and the GET streams of a caller share one limit.
+    The same naming as a handshake-era session's owner, so a client's POST listen streams and its
+    GET streams share one limit.
     """
-    if principal_key == ANONYMOUS:
-        principal_key = f"{ANONYMOUS}@{address or ''}"
     return hashlib.sha256(f"{namespace}\0{principal_key}".encode()).hexdigest()
