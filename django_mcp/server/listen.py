@@ -46,7 +46,7 @@ from ..conf import get_settings
 from ..protocol import sse
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import META_SUBSCRIPTION_ID, error_response, notification, result_response
-from .notify import MESSAGE_TYPE, on_publish, on_publish_failure, quiet_layer_logs, throttle
+from .notify import MESSAGE_TYPE, on_publish_failure, quiet_layer_logs, throttle
 
 CONTROL_TYPE = "mcp.session.control"
 PROBE_TYPE = "mcp.layer.probe"
@@ -412,10 +412,6 @@ class Fanout:
     stream, every stream's reader task wakes up for every message: at 1,000 streams and 20
     notifications a second that alone kept a core busy.) It also subscribes Redis once per group
     instead of once per stream.
-
-    What the loop publishes itself reaches its own streams at once (:meth:`deliver_here`), not after
-    a round trip through Redis: the copy the layer brings back carries this hub's ``origin`` and is
-    skipped.
     """
 
     _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Fanout] = weakref.WeakKeyDictionary()
@@ -423,22 +419,6 @@ class Fanout:
     def __init__(self, layer: Any) -> None:
         self.layer = layer
         self.groups: dict[str, _Group] = {}
-        self.origin = uuid.uuid4().hex
-
-    @classmethod
-    def deliver_here(cls, layer: Any, group: str, envelope: dict[str, Any]) -> str | None:
-        """Hand a message this loop publishes to its own streams of ``group``; the tag its reader skips."""
-        try:
-            hub = cls._hubs.get(asyncio.get_running_loop())
-        except RuntimeError:
-            return None
-        if hub is None or hub.layer is not layer:
-            return None
-        entry = hub.groups.get(group)
-        if entry is not None:
-            for stream in list(entry.streams):
-                stream.on_layer_message(envelope)
-        return hub.origin
 
     @classmethod
     def of(cls, layer: Any) -> Fanout:
@@ -500,8 +480,6 @@ class Fanout:
         try:
             while True:
                 message = await self.layer.receive(entry.channel)
-                if message.get("origin") == self.origin:
-                    continue  # published by this loop: its streams have it already
                 for stream in list(entry.streams):
                     stream.on_layer_message(message)
         except asyncio.CancelledError:
@@ -778,7 +756,6 @@ def _publish_failed(group: str, exc: BaseException) -> None:
 
 
 on_publish_failure(_publish_failed)
-on_publish(Fanout.deliver_here)
 
 
 # -- threads -----------------------------------------------------------------------------------------

@@ -40,8 +40,6 @@ _background: set[asyncio.Task[None]] = set()
 
 FailureListener = Callable[[str, BaseException], None]
 _failure_listeners: list[FailureListener] = []
-LocalDelivery = Callable[[Any, str, dict[str, Any]], str | None]
-_local_deliveries: list[LocalDelivery] = []
 
 REPEAT_WINDOW_SECONDS = 60.0
 """During an outage, each kind of failure logs its first occurrence, then at most one line per window."""
@@ -150,16 +148,6 @@ def on_publish_failure(listener: FailureListener) -> None:
         _failure_listeners.append(listener)
 
 
-def on_publish(delivery: LocalDelivery) -> None:
-    """Call ``delivery(layer, group, envelope)`` (on the publishing loop) before each publish.
-
-    It hands the envelope to the publishing loop's own listeners of ``group`` at once, and answers a
-    tag (or None) put on the layer's copy so that those listeners' reader skips it.
-    """
-    if delivery not in _local_deliveries:
-        _local_deliveries.append(delivery)
-
-
 def has_channel_layer() -> bool:
     """Whether a default channel layer is configured (without it there are no notifications)."""
     return "default" in getattr(settings, "CHANNEL_LAYERS", {})
@@ -174,22 +162,16 @@ async def abroadcast(group: str, message: dict[str, Any]) -> None:
     """Send a notification to every listen stream in ``group``, in every process. Never raises.
 
     Gives up after ``LISTEN_LAYER_TIMEOUT_SECONDS`` (a hung Redis must not hang the caller). A failure
-    ends this process's listen streams of ``group`` with an error (other processes' streams missed
-    the notification, and theirs may miss the next ones) and has the layer checked at once. This
-    loop's own listeners (with ``LISTEN_FANOUT`` by process) get it first, without the layer's round trip.
+    ends this process's listen streams of ``group`` with an error (they missed the notification) and
+    has the layer checked at once.
     """
     layer = get_channel_layer()
     if layer is None:
         return
     quiet_layer_logs()
-    envelope: dict[str, Any] = {"type": MESSAGE_TYPE, "message": message}
-    for deliver in _local_deliveries:
-        origin = deliver(layer, group, envelope)
-        if origin is not None:
-            envelope["origin"] = origin
     try:
         async with asyncio.timeout(get_settings().LISTEN_LAYER_TIMEOUT_SECONDS):
-            await layer.group_send(group, envelope)
+            await layer.group_send(group, {"type": MESSAGE_TYPE, "message": message})
     except Exception as exc:  # the layer is best-effort; the caller's work must not fail with it
         throttle.log(
             logger,
