@@ -40,37 +40,12 @@ def check_task_settings(
     ]
 
 
-@register(Tags.database)
-def check_task_routing(
-    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
-) -> list[CheckMessage]:
-    """W012: the database router reads tasks from another database than it writes them to."""
-    from django.db import router
-
-    from .models import Task
-
-    read, write = router.db_for_read(Task), router.db_for_write(Task)
-    if read == write:
-        return []
-    return [
-        CheckWarning(
-            f"The database router reads django_mcp's tasks from {read!r} but writes them to {write!r}: tasks/get "
-            "and listen snapshots read there, so a replica that lags answers 'unknown task' for a task created a "
-            "moment ago, and shows a finished one still working.",
-            hint="Route the django_mcp app to one database for reads and writes (db_for_read returning the same "
-            "alias as db_for_write for app_label 'django_mcp').",
-            obj=Task,
-            id="django_mcp.W012",
-        )
-    ]
-
-
 def check_plugin(plugin: McpTasks, tools: list[Tool]) -> list[CheckMessage]:
     """W006: tasks without a channel layer (cancel, input and pushes then wait for the database).
 
-    With a worker fleet (``task_backend``): E008, W009, W010 (:func:`check_fleet`).
+    With a worker fleet (``task_backend``): E008, W009, W010 (:func:`check_fleet`). W012: :func:`check_routing`.
     """
-    messages = check_fleet(plugin, tools)
+    messages = check_fleet(plugin, tools) + check_routing(plugin)
     if "default" in getattr(settings, "CHANNEL_LAYERS", {}):
         return messages
     return messages + [
@@ -81,6 +56,28 @@ def check_plugin(plugin: McpTasks, tools: list[Tool]) -> list[CheckMessage]:
             "process, channels_redis.pubsub.RedisPubSubChannelLayer for several.",
             obj=plugin.namespace,
             id="django_mcp.W006",
+        )
+    ]
+
+
+def check_routing(plugin: McpTasks) -> list[CheckMessage]:
+    """W012: the database router reads tasks from another database than it writes them to."""
+    from django.db import router
+
+    from .models import Task
+
+    read, write = router.db_for_read(Task), router.db_for_write(Task)
+    if read == write:
+        return []
+    return [
+        CheckWarning(
+            f"McpTasks on server {plugin.namespace!r}: the database router reads tasks from {read!r} but writes "
+            f"them to {write!r}. tasks/get and listen snapshots read there, so a replica that lags answers "
+            "'unknown task' for a task created a moment ago, and shows a finished one still working.",
+            hint="Route the django_mcp app to one database for reads and writes (db_for_read returning the same "
+            "alias as db_for_write for app_label 'django_mcp').",
+            obj=plugin.namespace,
+            id="django_mcp.W012",
         )
     ]
 
