@@ -270,14 +270,15 @@ async def test_expired_tasks_are_marked(admin_client, paris):
     ("query", "hits"),
     [
         ("quarterly", {"report"}),  # the status message
-        ("ADA", {"report"}),  # the user's username, case-insensitively
-        ("lovelace@example", {"report"}),  # the user's e-mail
+        # the user's username, case-insensitively (not a hex string: "ada" is in about 1 task id in 150)
+        ("LOVELACE", {"report"}),
+        ("ada@example", {"report"}),  # the user's e-mail
         ("export", {"export"}),  # the tool
         ("nothing-like-this", set()),
     ],
 )
 async def test_search_reaches_message_user_and_tool(admin_client, query, hits):
-    ada = await sync_to_async(User.objects.create_user)("ada", "lovelace@example.com", "pw")
+    ada = await sync_to_async(User.objects.create_user)("lovelace", "ada@example.com", "pw")
     await make(tool="report", user=ada, owner_kind="user", status_message="Waiting for the quarterly figures")
     await make(tool="export", status_message="Step 2/3")
     page = (await admin_client.get(LIST, {"q": query})).content.decode()
