@@ -148,12 +148,14 @@ def main() -> None:
         print(analyse(Path(args.raw), args.top, args.rps, args.rate, args.seconds))
         return
 
-    names = [t.name for t in bench.all_targets() if t.kind in ("dj", "floor")]
+    names = [t.name for t in bench.all_targets() if t.kind in ("dj", "floor", "mcpz")]
     target = next((t for t in bench.all_targets() if t.name == args.target and t.name in names), None)
     if target is None:
-        raise SystemExit(f"--target must name a django_mcp target or the floor: {names}")
+        raise SystemExit(f"--target must name a django_mcp target, the floor or django-mcpz: {names}")
     if target.kind == "floor" and args.scenario != "tasks/get":
         raise SystemExit("the floor answers tasks/get only")
+    if target.kind == "mcpz" and args.scenario != "tools/call":
+        raise SystemExit("django-mcpz answers tools/call only")
     py_spy = bench.VENVS / "harness" / "bin" / "py-spy"
     if not py_spy.exists():
         raise SystemExit("no bench/.venvs/harness/bin/py-spy: run `python3 bench/run.py` once to build the venvs")
@@ -163,7 +165,7 @@ def main() -> None:
     runner = bench.Bench(options)
     bench.WORK.mkdir(parents=True, exist_ok=True)
     runner.src, runner.source = bench.snapshot_source()
-    runner.pythons = {"harness": str(bench.venv_python("harness"))}
+    runner.pythons = {name: str(bench.venv_python(name)) for name in ("harness", "mcpz")}
     runner.loadgen = bench.LoadGen(runner.pythons["harness"], runner.pin)
     if target.kind == "dj":
         runner.seed(target, ["migrate"], timeout=120)
