@@ -25,7 +25,7 @@ from django.core.asgi import get_asgi_application
 
 from django_mcp.server import notify
 from django_mcp.server.listen import ListenStream, open_listen_streams
-from django_mcp.server.notify import abroadcast
+from django_mcp.server.notify import MESSAGE_TYPE, abroadcast
 from tests.test_listen import Stream, listen
 from tests.wire import post, request_body
 
@@ -456,6 +456,67 @@ async def test_process_fanout_receives_each_message_once_for_all_streams(async_c
         await stream.close()
     assert _layer_members() == before
     assert Fanout.of(layer).groups == {}
+
+
+class _SlowLayer:
+    """The layer's ``group_send`` held until released: Redis is slow today."""
+
+    def __init__(self, layer: Any) -> None:
+        self.layer, self.sent, self.release = layer, [], asyncio.Event()
+        self.reached = asyncio.Event()
+        self.real_send = layer.group_send
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+        self.reached.set()
+        await self.release.wait()
+        await self.real_send(group, message)
+
+
+async def test_process_fanout_a_final_message_reaches_its_own_loops_streams_before_the_layer(
+    async_client, process_fanout
+):
+    from tests.servers import content_tools
+
+    layer = get_channel_layer()
+    group = content_tools.channel_group
+    streams = [await listen(async_client, {"toolsListChanged": True}, id=i, path="/mcp-content/") for i in range(2)]
+    for stream in streams:
+        await stream.frame()
+    slow = _SlowLayer(layer)
+    changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    with mock.patch.object(layer, "group_send", slow.group_send):
+        # Not final: it goes through the layer only, as before.
+        publish = asyncio.ensure_future(abroadcast(group, changed))
+        await slow.reached.wait()
+        for stream in streams:
+            with pytest.raises(TimeoutError):
+                await stream.frame(timeout=0.1)
+        slow.release.set()
+        await publish
+        assert [(await stream.frame())["method"] for stream in streams] == ["notifications/tools/list_changed"] * 2
+        # Final: this loop's streams have it while the layer still holds it.
+        slow.release.clear()
+        slow.reached.clear()
+        publish = asyncio.ensure_future(abroadcast(group, changed, final=True))
+        await slow.reached.wait()
+        frames = [await stream.frame(timeout=0.1) for stream in streams]
+        # A stream that joins meanwhile is not among them: the layer's copy is its to have.
+        late = await listen(async_client, {"toolsListChanged": True}, id="late", path="/mcp-content/")
+        await late.frame()
+        slow.release.set()
+        await publish
+    assert all(f["method"] == "notifications/tools/list_changed" for f in frames)
+    assert [m.get("final") for m in slow.sent] == [None, True]
+    assert (await late.frame(timeout=3))["method"] == "notifications/tools/list_changed"
+    # The layer's copy is not delivered twice, and what of the group comes after the final message
+    # (another process's earlier state still on its way) is dropped; other groups are not affected.
+    stale = {"type": MESSAGE_TYPE, "message": {**changed, "params": {"stale": True}}, "group": group}
+    await layer.group_send(group, stale)
+    for stream in [*streams, late]:
+        with pytest.raises(TimeoutError):
+            await stream.frame(timeout=0.3)
+        await stream.close()
 
 
 async def test_process_fanout_a_failing_layer_ends_the_groups_streams(async_client, process_fanout, fast_checks):

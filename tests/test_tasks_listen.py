@@ -103,3 +103,30 @@ async def test_disabled_plugin_ignores_task_ids(async_client):
     ack = await stream.frame()
     assert "taskIds" not in ack["params"]["notifications"]
     await stream.close()
+
+
+async def test_a_stale_state_arriving_after_the_terminal_one_is_dropped(async_client, settings):
+    """Another worker's earlier publish may reach this worker's streams after the task's end: not shown."""
+    from channels.layers import get_channel_layer
+
+    from django_mcp.server.notify import MESSAGE_TYPE
+    from django_mcp.tasks.runner import task_group
+
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_FANOUT": "process"}
+    task_id = (await create(async_client, "two_keys"))["taskId"]
+    await wait_for(async_client, task_id, "input_required")
+    stream = await listen([task_id])
+    await stream.frame()
+    assert (await stream.frame())["params"]["status"] == "input_required"
+    await rpc(async_client, "tasks/cancel", {"taskId": task_id})
+    while (frame := await stream.frame(timeout=5))["params"]["status"] != "cancelled":
+        pass
+    working = {**frame["params"], "status": "working"}
+    working.pop("_meta", None)
+    stale = {"jsonrpc": "2.0", "method": "notifications/tasks", "params": working}
+    await get_channel_layer().group_send(
+        task_group(task_id), {"type": MESSAGE_TYPE, "message": stale, "group": task_group(task_id)}
+    )
+    with pytest.raises(TimeoutError):  # neither the stale state nor a second copy of the cancellation
+        await stream.frame(timeout=0.5)
+    await stream.close()

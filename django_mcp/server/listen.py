@@ -46,7 +46,7 @@ from ..conf import get_settings
 from ..protocol import sse
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import META_SUBSCRIPTION_ID, error_response, notification, result_response
-from .notify import MESSAGE_TYPE, on_publish_failure, quiet_layer_logs, throttle
+from .notify import MESSAGE_TYPE, on_final_publish, on_publish_failure, quiet_layer_logs, throttle
 
 CONTROL_TYPE = "mcp.session.control"
 PROBE_TYPE = "mcp.layer.probe"
@@ -119,6 +119,7 @@ class ListenStream:
         self._closing = False
         self._controls: set[asyncio.Task[None]] = set()
         self._control_lock = asyncio.Lock()
+        self._ended: set[str] = set()  # groups whose final message this stream has had
 
     def _tag(self, message: dict[str, Any]) -> dict[str, Any]:
         if self.handshake:
@@ -178,6 +179,11 @@ class ListenStream:
         """A message from the channel layer for one of this stream's groups; False once the stream closed."""
         kind = message.get("type")
         if kind == MESSAGE_TYPE:
+            group = message.get("group")
+            if group in self._ended:
+                return True  # after the group's final message: stale, or that message's second copy
+            if message.get("final") and isinstance(group, str):
+                self._ended.add(group)
             return self.deliver(message["message"])
         if kind == CONTROL_TYPE and self.handshake and self._subscription is not None:
             task = asyncio.ensure_future(self._control(self._subscription, message))
@@ -412,6 +418,9 @@ class Fanout:
     stream, every stream's reader task wakes up for every message: at 1,000 streams and 20
     notifications a second that alone kept a core busy.) It also subscribes Redis once per group
     instead of once per stream.
+
+    A group's final message published on this loop reaches its streams here at once
+    (:meth:`deliver_final`); the layer's copy of it, coming back later, is dropped by each of them.
     """
 
     _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Fanout] = weakref.WeakKeyDictionary()
@@ -431,6 +440,18 @@ class Fanout:
                         entry.reader.cancel()
             hub = cls._hubs[loop] = cls(layer)
         return hub
+
+    @classmethod
+    def deliver_final(cls, layer: Any, group: str, envelope: dict[str, Any]) -> None:
+        """Hand a group's final message, published on this loop, to the loop's own streams of the group."""
+        try:
+            hub = cls._hubs.get(asyncio.get_running_loop())
+        except RuntimeError:
+            return
+        entry = hub.groups.get(group) if hub is not None and hub.layer is layer else None
+        if entry is not None:
+            for stream in list(entry.streams):
+                stream.on_layer_message(envelope)
 
     def members(self) -> int:
         """How many (stream, group) memberships this loop's streams hold."""
@@ -756,6 +777,7 @@ def _publish_failed(group: str, exc: BaseException) -> None:
 
 
 on_publish_failure(_publish_failed)
+on_final_publish(Fanout.deliver_final)
 
 
 # -- threads -----------------------------------------------------------------------------------------

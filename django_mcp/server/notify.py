@@ -40,6 +40,8 @@ _background: set[asyncio.Task[None]] = set()
 
 FailureListener = Callable[[str, BaseException], None]
 _failure_listeners: list[FailureListener] = []
+LocalDelivery = Callable[[Any, str, dict[str, Any]], None]
+_local_deliveries: list[LocalDelivery] = []
 
 REPEAT_WINDOW_SECONDS = 60.0
 """During an outage, each kind of failure logs its first occurrence, then at most one line per window."""
@@ -148,6 +150,16 @@ def on_publish_failure(listener: FailureListener) -> None:
         _failure_listeners.append(listener)
 
 
+def on_final_publish(delivery: LocalDelivery) -> None:
+    """Call ``delivery(layer, group, envelope)`` (on the publishing loop) before a group's final message goes out.
+
+    It hands the envelope to the publishing loop's own listeners of ``group`` at once, without the
+    layer's round trip (see :func:`abroadcast`'s ``final``).
+    """
+    if delivery not in _local_deliveries:
+        _local_deliveries.append(delivery)
+
+
 def has_channel_layer() -> bool:
     """Whether a default channel layer is configured (without it there are no notifications)."""
     return "default" in getattr(settings, "CHANNEL_LAYERS", {})
@@ -158,20 +170,32 @@ def resource_group(uri: str) -> str:
     return "django_mcp.resource." + hashlib.sha256(uri.encode()).hexdigest()[:48]
 
 
-async def abroadcast(group: str, message: dict[str, Any]) -> None:
+async def abroadcast(group: str, message: dict[str, Any], *, final: bool = False) -> None:
     """Send a notification to every listen stream in ``group``, in every process. Never raises.
 
     Gives up after ``LISTEN_LAYER_TIMEOUT_SECONDS`` (a hung Redis must not hang the caller). A failure
     ends this process's listen streams of ``group`` with an error (they missed the notification) and
     has the layer checked at once.
+
+    ``final``: nothing will be published to ``group`` after this (its subject ended, e.g. a task
+    reached a terminal status). The publishing loop's own streams of the group get it at once (with
+    ``LISTEN_FANOUT`` by process), before the layer's round trip; and every stream drops whatever of
+    the group reaches it after the final message, such as an earlier state another process published
+    that is still on its way through the layer. So a stream never ends on a stale state, and the
+    layer's copy of the final message is not delivered twice.
     """
     layer = get_channel_layer()
     if layer is None:
         return
     quiet_layer_logs()
+    envelope: dict[str, Any] = {"type": MESSAGE_TYPE, "message": message, "group": group}
+    if final:
+        envelope["final"] = True
+        for deliver in _local_deliveries:
+            deliver(layer, group, envelope)
     try:
         async with asyncio.timeout(get_settings().LISTEN_LAYER_TIMEOUT_SECONDS):
-            await layer.group_send(group, {"type": MESSAGE_TYPE, "message": message})
+            await layer.group_send(group, envelope)
     except Exception as exc:  # the layer is best-effort; the caller's work must not fail with it
         throttle.log(
             logger,

@@ -33,7 +33,7 @@ from ..server.notify import abroadcast
 from ..server.results import call_tool_result, exception_result
 from ..server.tools import Tool
 from .conf import get_tasks_settings
-from .models import Task, TaskStatus
+from .models import TERMINAL, Task, TaskStatus
 from .store import TaskStore
 from .wire import detailed_task
 
@@ -66,7 +66,8 @@ CONTROL_REJOIN_SECONDS = 3600.0
 
 async def publish(task: Task) -> None:
     """Push the task's current state to every listen stream watching it, in every process."""
-    await abroadcast(task_group(str(task.id)), notification("notifications/tasks", detailed_task(task)))
+    final = task.status in TERMINAL  # a task's last state: its own worker's streams have it at once
+    await abroadcast(task_group(str(task.id)), notification("notifications/tasks", detailed_task(task)), final=final)
 
 
 def check_run(run: Any) -> None:
