@@ -519,6 +519,53 @@ async def test_process_fanout_a_final_message_reaches_its_own_loops_streams_befo
         await stream.close()
 
 
+async def test_process_fanout_a_final_message_waits_for_the_loops_earlier_message_still_on_its_way(
+    async_client, process_fanout
+):
+    """E.g. a task body's last status message, then its end: the stream sees both, in that order."""
+    from tests.servers import content_tools
+
+    layer = get_channel_layer()
+    group = content_tools.channel_group
+    stream = await listen(async_client, {"toolsListChanged": True}, id="s", path="/mcp-content/")
+    await stream.frame()
+    slow = _SlowLayer(layer)
+    # Not a list change: two of those queued together are sent as one.
+    first = {"jsonrpc": "2.0", "method": "notifications/test", "params": {"n": 1}}
+    last = {"jsonrpc": "2.0", "method": "notifications/test", "params": {"n": 2}}
+    with mock.patch.object(layer, "group_send", slow.group_send):
+        earlier = asyncio.ensure_future(abroadcast(group, first))
+        await slow.reached.wait()
+        final = asyncio.ensure_future(abroadcast(group, last, final=True))
+        with pytest.raises(TimeoutError):  # not ahead of the first one
+            await stream.frame(timeout=0.2)
+        slow.release.set()
+        await asyncio.gather(earlier, final)
+    assert [(await stream.frame(timeout=3))["params"]["n"] for _ in range(2)] == [1, 2]
+    with pytest.raises(TimeoutError):
+        await stream.frame(timeout=0.3)
+    await stream.close()
+
+
+async def test_a_failing_publish_hook_does_not_cost_the_publish(async_client, caplog):
+    layer = get_channel_layer()
+    stream = await listen(async_client, {"toolsListChanged": True}, id="h", path="/mcp-content/")
+    await stream.frame()
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("hook bug")
+
+    from tests.servers import content_tools
+
+    changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    with mock.patch.object(notify, "_publish_hooks", [broken, *notify._publish_hooks]):
+        await abroadcast(content_tools.channel_group, changed, final=True)
+    assert (await stream.frame(timeout=3))["method"] == "notifications/tools/list_changed"
+    assert "A publish hook failed" in caplog.text
+    assert layer is get_channel_layer()
+    await stream.close()
+
+
 async def test_process_fanout_a_failing_layer_ends_the_groups_streams(async_client, process_fanout, fast_checks):
     layer = get_channel_layer()
     broken = asyncio.Event()

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -46,7 +47,7 @@ from ..conf import get_settings
 from ..protocol import sse
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import META_SUBSCRIPTION_ID, error_response, notification, result_response
-from .notify import MESSAGE_TYPE, on_final_publish, on_publish_failure, quiet_layer_logs, throttle
+from .notify import MESSAGE_TYPE, on_publish, on_publish_failure, quiet_layer_logs, throttle
 
 CONTROL_TYPE = "mcp.session.control"
 PROBE_TYPE = "mcp.layer.probe"
@@ -420,7 +421,10 @@ class Fanout:
     instead of once per stream.
 
     A group's final message published on this loop reaches its streams here at once
-    (:meth:`deliver_final`); the layer's copy of it, coming back later, is dropped by each of them.
+    (:meth:`before_publish`); the layer's copy of it, coming back later, is dropped by each of them.
+    Not while a message the loop published to one of its groups is still on its way through the
+    layer: the final message would overtake it (a task's last status message, or a resource update
+    the task's body sent before it ended).
     """
 
     _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Fanout] = weakref.WeakKeyDictionary()
@@ -428,6 +432,9 @@ class Fanout:
     def __init__(self, layer: Any) -> None:
         self.layer = layer
         self.groups: dict[str, _Group] = {}
+        self.origin = uuid.uuid4().hex
+        self._published = 0
+        self._on_the_way: dict[str, float] = {}  # this loop's messages to its groups not back yet: tag -> give up at
 
     @classmethod
     def of(cls, layer: Any) -> Fanout:
@@ -442,16 +449,30 @@ class Fanout:
         return hub
 
     @classmethod
-    def deliver_final(cls, layer: Any, group: str, envelope: dict[str, Any]) -> None:
-        """Hand a group's final message, published on this loop, to the loop's own streams of the group."""
+    def before_publish(cls, layer: Any, group: str, envelope: dict[str, Any]) -> None:
+        """Hand a group's final message to this loop's streams of it at once, or tag a message it waits for."""
         try:
             hub = cls._hubs.get(asyncio.get_running_loop())
         except RuntimeError:
             return
         entry = hub.groups.get(group) if hub is not None and hub.layer is layer else None
-        if entry is not None:
+        if hub is None or entry is None:
+            return  # no stream of this loop is in the group: the layer's order is all there is
+        if envelope.get("final") and not hub._waiting():
             for stream in list(entry.streams):
                 stream.on_layer_message(envelope)
+            return
+        hub._published += 1
+        tag = envelope["echo"] = f"{hub.origin}.{hub._published}"
+        # Given up on after the layer's timeout: a lost message only delays local delivery that long.
+        hub._on_the_way[tag] = time.monotonic() + get_settings().LISTEN_LAYER_TIMEOUT_SECONDS
+
+    def _waiting(self) -> bool:
+        now = time.monotonic()
+        for tag, give_up_at in list(self._on_the_way.items()):
+            if give_up_at <= now:
+                del self._on_the_way[tag]
+        return bool(self._on_the_way)
 
     def members(self) -> int:
         """How many (stream, group) memberships this loop's streams hold."""
@@ -501,6 +522,8 @@ class Fanout:
         try:
             while True:
                 message = await self.layer.receive(entry.channel)
+                if "echo" in message:
+                    self._on_the_way.pop(message["echo"], None)
                 for stream in list(entry.streams):
                     stream.on_layer_message(message)
         except asyncio.CancelledError:
@@ -777,7 +800,7 @@ def _publish_failed(group: str, exc: BaseException) -> None:
 
 
 on_publish_failure(_publish_failed)
-on_final_publish(Fanout.deliver_final)
+on_publish(Fanout.before_publish)
 
 
 # -- threads -----------------------------------------------------------------------------------------

@@ -40,8 +40,8 @@ _background: set[asyncio.Task[None]] = set()
 
 FailureListener = Callable[[str, BaseException], None]
 _failure_listeners: list[FailureListener] = []
-LocalDelivery = Callable[[Any, str, dict[str, Any]], None]
-_local_deliveries: list[LocalDelivery] = []
+PublishHook = Callable[[Any, str, dict[str, Any]], None]
+_publish_hooks: list[PublishHook] = []
 
 REPEAT_WINDOW_SECONDS = 60.0
 """During an outage, each kind of failure logs its first occurrence, then at most one line per window."""
@@ -150,14 +150,15 @@ def on_publish_failure(listener: FailureListener) -> None:
         _failure_listeners.append(listener)
 
 
-def on_final_publish(delivery: LocalDelivery) -> None:
-    """Call ``delivery(layer, group, envelope)`` (on the publishing loop) before a group's final message goes out.
+def on_publish(hook: PublishHook) -> None:
+    """Call ``hook(layer, group, envelope)`` on the publishing loop before each publish goes to the layer.
 
-    It hands the envelope to the publishing loop's own listeners of ``group`` at once, without the
-    layer's round trip (see :func:`abroadcast`'s ``final``).
+    The listen streams' hook (``listen.py``) hands a group's final message to the loop's own streams
+    at once when it may (see :func:`abroadcast`'s ``final``), and tags the loop's other messages so
+    that it knows when they came back.
     """
-    if delivery not in _local_deliveries:
-        _local_deliveries.append(delivery)
+    if hook not in _publish_hooks:
+        _publish_hooks.append(hook)
 
 
 def has_channel_layer() -> bool:
@@ -177,12 +178,14 @@ async def abroadcast(group: str, message: dict[str, Any], *, final: bool = False
     ends this process's listen streams of ``group`` with an error (they missed the notification) and
     has the layer checked at once.
 
-    ``final``: nothing will be published to ``group`` after this (its subject ended, e.g. a task
-    reached a terminal status). The publishing loop's own streams of the group get it at once (with
-    ``LISTEN_FANOUT`` by process), before the layer's round trip; and every stream drops whatever of
-    the group reaches it after the final message, such as an earlier state another process published
-    that is still on its way through the layer. So a stream never ends on a stale state, and the
-    layer's copy of the final message is not delivered twice.
+    ``final``: nothing will ever be published to ``group`` after this (its subject ended: a task
+    reached a terminal status; never a list or resource group, which live on). The publishing loop's
+    own streams of the group get it at once (with ``LISTEN_FANOUT`` by process), before the layer's
+    round trip, unless a message the loop published earlier to one of their groups has not come back
+    from the layer yet (then it goes the layer's way, after that one). Every stream drops whatever
+    of the group reaches it after the final message: the layer's copy of it, or an earlier state
+    another process published that is still on its way. So a stream never ends on a stale state and
+    never gets the final message twice.
     """
     layer = get_channel_layer()
     if layer is None:
@@ -191,8 +194,11 @@ async def abroadcast(group: str, message: dict[str, Any], *, final: bool = False
     envelope: dict[str, Any] = {"type": MESSAGE_TYPE, "message": message, "group": group}
     if final:
         envelope["final"] = True
-        for deliver in _local_deliveries:
-            deliver(layer, group, envelope)
+    for hook in _publish_hooks:
+        try:
+            hook(layer, group, envelope)
+        except Exception:  # the layer's way still works: a failing hook must not cost the publish
+            logger.exception("A publish hook failed")
     try:
         async with asyncio.timeout(get_settings().LISTEN_LAYER_TIMEOUT_SECONDS):
             await layer.group_send(group, envelope)
