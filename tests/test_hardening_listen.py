@@ -547,8 +547,47 @@ async def test_process_fanout_a_final_message_waits_for_the_loops_earlier_messag
     await stream.close()
 
 
-async def test_a_failing_publish_hook_does_not_cost_the_publish(async_client, caplog):
+async def test_process_fanout_gives_up_on_its_messages_that_never_come_back(async_client, process_fanout, fast_checks):
+    """Its stream left while it was on its way: after the layer's timeout it holds nothing back."""
+    from django_mcp.server.listen import Fanout
+    from tests.servers import content_prompts, content_tools
+
     layer = get_channel_layer()
+    leaving = await listen(async_client, {"toolsListChanged": True}, id="a", path="/mcp-content/")
+    staying = await listen(async_client, {"promptsListChanged": True}, id="b", path="/mcp-content/")
+    for stream in (leaving, staying):
+        await stream.frame()
+    hub = Fanout.of(layer)
+    slow = _SlowLayer(layer)
+    with mock.patch.object(layer, "group_send", slow.group_send):
+        lost = asyncio.ensure_future(abroadcast(content_tools.channel_group, {"method": "notifications/test"}))
+        await slow.reached.wait()
+        await leaving.close()
+        while content_tools.channel_group in hub.groups:
+            await asyncio.sleep(0.01)
+        slow.release.set()
+        await lost
+    lost_tags = set(hub._on_the_way)
+    assert len(lost_tags) == 1  # nobody here reads it back
+    await asyncio.sleep(FAST["LISTEN_LAYER_TIMEOUT_SECONDS"] + 0.05)
+    # Any later publish lets it go (a server may never publish a final message).
+    await abroadcast(content_prompts.channel_group, {"method": "notifications/test"})
+    assert (await staying.frame(timeout=3))["method"] == "notifications/test"
+    assert not lost_tags & set(hub._on_the_way)
+    slow = _SlowLayer(layer)
+    with mock.patch.object(layer, "group_send", slow.group_send):
+        final = asyncio.ensure_future(
+            abroadcast(content_prompts.channel_group, {"method": "notifications/test"}, final=True)
+        )
+        await slow.reached.wait()
+        assert (await staying.frame(timeout=0.5))["method"] == "notifications/test"  # at once, not held back
+        slow.release.set()
+        await final
+    assert hub._on_the_way == {}
+    await staying.close()
+
+
+async def test_a_failing_publish_hook_does_not_cost_the_publish(async_client, caplog):
     stream = await listen(async_client, {"toolsListChanged": True}, id="h", path="/mcp-content/")
     await stream.frame()
 
@@ -559,10 +598,10 @@ async def test_a_failing_publish_hook_does_not_cost_the_publish(async_client, ca
 
     changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
     with mock.patch.object(notify, "_publish_hooks", [broken, *notify._publish_hooks]):
-        await abroadcast(content_tools.channel_group, changed, final=True)
+        await abroadcast(content_tools.channel_group, changed)
     assert (await stream.frame(timeout=3))["method"] == "notifications/tools/list_changed"
     assert "A publish hook failed" in caplog.text
-    assert layer is get_channel_layer()
+    assert not notify.throttle.failing("publish")  # the layer took it
     await stream.close()
 
 

@@ -458,7 +458,8 @@ class Fanout:
         entry = hub.groups.get(group) if hub is not None and hub.layer is layer else None
         if hub is None or entry is None:
             return  # no stream of this loop is in the group: the layer's order is all there is
-        if envelope.get("final") and not hub._waiting():
+        hub._give_up_lost()
+        if envelope.get("final") and not hub._on_the_way:
             for stream in list(entry.streams):
                 stream.on_layer_message(envelope)
             return
@@ -467,12 +468,15 @@ class Fanout:
         # Given up on after the layer's timeout: a lost message only delays local delivery that long.
         hub._on_the_way[tag] = time.monotonic() + get_settings().LISTEN_LAYER_TIMEOUT_SECONDS
 
-    def _waiting(self) -> bool:
+    def _give_up_lost(self) -> None:
+        # Oldest first (insertion order): what never comes back (its stream left meanwhile, its
+        # publish failed) is dropped here, so the dict holds at most a timeout's worth of publishes.
         now = time.monotonic()
-        for tag, give_up_at in list(self._on_the_way.items()):
-            if give_up_at <= now:
-                del self._on_the_way[tag]
-        return bool(self._on_the_way)
+        while self._on_the_way:
+            tag, give_up_at = next(iter(self._on_the_way.items()))
+            if give_up_at > now:
+                return
+            del self._on_the_way[tag]
 
     def members(self) -> int:
         """How many (stream, group) memberships this loop's streams hold."""
