@@ -462,8 +462,8 @@ class _SlowLayer:
     """The layer's ``group_send`` held until released: Redis is slow today."""
 
     def __init__(self, layer: Any) -> None:
-        self.layer, self.sent, self.release = layer, [], asyncio.Event()
-        self.reached = asyncio.Event()
+        self.sent: list[dict[str, Any]] = []
+        self.release, self.reached = asyncio.Event(), asyncio.Event()
         self.real_send = layer.group_send
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
@@ -510,7 +510,7 @@ async def test_process_fanout_a_final_message_reaches_its_own_loops_streams_befo
     assert [m.get("final") for m in slow.sent] == [None, True]
     assert (await late.frame(timeout=3))["method"] == "notifications/tools/list_changed"
     # The layer's copy is not delivered twice, and what of the group comes after the final message
-    # (another process's earlier state still on its way) is dropped; other groups are not affected.
+    # (another process's earlier state still on its way) is dropped.
     stale = {"type": MESSAGE_TYPE, "message": {**changed, "params": {"stale": True}}, "group": group}
     await layer.group_send(group, stale)
     for stream in [*streams, late]:

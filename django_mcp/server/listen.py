@@ -451,10 +451,7 @@ class Fanout:
     @classmethod
     def before_publish(cls, layer: Any, group: str, envelope: dict[str, Any]) -> None:
         """Hand a group's final message to this loop's streams of it at once, or tag a message it waits for."""
-        try:
-            hub = cls._hubs.get(asyncio.get_running_loop())
-        except RuntimeError:
-            return
+        hub = cls._hubs.get(asyncio.get_running_loop())  # abroadcast's loop
         entry = hub.groups.get(group) if hub is not None and hub.layer is layer else None
         if hub is None or entry is None:
             return  # no stream of this loop is in the group: the layer's order is all there is
