@@ -20,6 +20,8 @@ from django.utils import timezone
 from django_mcp.models import Task
 from django_mcp.tasks import loop_read, store
 from django_mcp.tasks.loop_read import USE_STORE, read_visible
+from django_mcp.tasks.plugin import _GET_FIELDS as GET_FIELDS
+from django_mcp.tasks.wire import DETAILED_FIELDS, detailed_task
 from tests.task_servers import tasks_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,6 +77,38 @@ def test_reads_the_task_as_the_store_does():
     assert read._state.db == "default" and not read._state.adding
 
 
+
+PAYLOADS = {
+    "working": {},
+    "input_required": {"input_requests": {"q": {"method": "elicitation/create", "params": {"message": "?"}}}},
+    "completed": {"result": {"content": [{"type": "text", "text": "ok"}]}},
+    "failed": {"error": {"code": -32603, "message": "boom"}},
+    "cancelled": {},
+}
+
+
+@pytest.mark.parametrize("status", PAYLOADS)
+def test_a_task_loaded_with_only_the_detailed_fields_answers_tasks_get_without_a_query(
+    status, django_assert_num_queries
+):
+    task = _task(status=status, status_message="now", arguments={"big": "x" * 1000}, **PAYLOADS[status])
+    narrow = Task.objects.only(*DETAILED_FIELDS).get(pk=task.id)
+    with django_assert_num_queries(0):  # a field detailed_task reads beyond DETAILED_FIELDS would be a query
+        assert detailed_task(narrow) == detailed_task(task)
+
+
+def test_tasks_get_loads_only_what_it_answers_and_checks():
+    task = _task(status="completed", result={"content": []}, arguments={"big": "x" * 1000}, request_meta={"a": 1})
+    reads = [store.visible(str(task.id), OWNER, GET_FIELDS)]
+    if connections["default"].vendor == "sqlite":
+        reads.append(read_visible(str(task.id), OWNER, GET_FIELDS))
+    for read in reads:
+        assert isinstance(read, Task)
+        assert {"arguments", "request_meta", "input_responses", "tool"} <= read.get_deferred_fields()
+        assert not read.get_deferred_fields() & {*GET_FIELDS, "id"}
+        assert detailed_task(read) == detailed_task(task)
+        assert read.arguments == {"big": "x" * 1000}  # what is left out still loads, as QuerySet.only's would
+
 @on_sqlite
 def test_another_owner_an_unknown_id_and_a_malformed_one_read_nothing():
     task = _task()
@@ -113,7 +147,7 @@ async def test_what_the_loop_cannot_read_the_store_reads():
     task = await sync_to_async(_task)(status_message="via the pool")
     with mock.patch.object(store, "read_visible", return_value=USE_STORE) as loop:
         found = await PLUGIN.store.visible(str(task.id), OWNER)
-    loop.assert_called_once_with(str(task.id), OWNER)
+    loop.assert_called_once_with(str(task.id), OWNER, None)
     assert found is not None and found.status_message == "via the pool"
 
 

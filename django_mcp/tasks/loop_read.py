@@ -51,8 +51,13 @@ _elsewhere: set[str] = set()  # aliases whose database this module does not read
 _lock = threading.Lock()
 
 
-def read_visible(task_id: Any, owner: str) -> Task | None | Literal[_Answer.USE_STORE]:
-    """The task if it exists, belongs to ``owner`` and has not expired; :data:`USE_STORE` when unsure."""
+def read_visible(
+    task_id: Any, owner: str, only: tuple[str, ...] | None = None
+) -> Task | None | Literal[_Answer.USE_STORE]:
+    """The task if it exists, belongs to ``owner`` and has not expired; :data:`USE_STORE` when unsure.
+
+    ``only``: the fields to load besides the primary key, ``expires_at`` among them (:func:`~.rows.read_plan`).
+    """
     pk = parse_id(task_id)
     if pk is None:
         return None
@@ -63,7 +68,7 @@ def read_visible(task_id: Any, owner: str) -> Task | None | Literal[_Answer.USE_
         reader = _reader(alias)
         if reader is None:
             return USE_STORE
-        plan = read_plan(reader.database, True)
+        plan = read_plan(reader.database, True, only)
         params = (Task._meta.pk.get_db_prep_value(pk, reader.database), owner)
         try:
             found = reader.link.execute(_qmark(plan.sql), params).fetchone()

@@ -37,7 +37,7 @@ from .runner import (
     task_group,
 )
 from .store import TaskStore
-from .wire import EXTENSION_ID, create_task_result, detailed_task
+from .wire import DETAILED_FIELDS, EXTENSION_ID, create_task_result, detailed_task
 
 if TYPE_CHECKING:
     from django.core.checks import CheckMessage
@@ -45,6 +45,10 @@ if TYPE_CHECKING:
     from ..server.tools import Tool
 
 logger = logging.getLogger("django_mcp.tasks")
+
+# What tasks/get reads: the wire object, the expiry its read checks and the lease its reaping checks.
+# The other columns (arguments, answers, request metadata: JSON each) stay in the database.
+_GET_FIELDS = (*DETAILED_FIELDS, "expires_at", "lease_expires_at")
 
 _ANSWER_TYPES: dict[str, type[BaseModel]] = {
     "elicitation/create": ElicitAnswer,
@@ -293,8 +297,8 @@ class McpTasks(ExtensionPlugin):
         key = str(self._bind(request)) if self._bind is not None else request.principal_key
         return "sha256:" + hashlib.sha256(f"{self.namespace}\0{key}".encode()).hexdigest()
 
-    async def _visible(self, request: McpRequest, task_id: str) -> Task:
-        task = await self.store.visible(task_id, self.owner_of(request))
+    async def _visible(self, request: McpRequest, task_id: str, only: tuple[str, ...] | None = None) -> Task:
+        task = await self.store.visible(task_id, self.owner_of(request), only)
         if task is None:
             # Unknown, expired and someone else's all read the same.
             raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
@@ -314,7 +318,7 @@ class McpTasks(ExtensionPlugin):
     # -- methods -------------------------------------------------------------------------------
 
     async def _get(self, request: McpRequest, params: TaskIdParams) -> dict[str, Any]:
-        return detailed_task(await self._visible(request, params.taskId))
+        return detailed_task(await self._visible(request, params.taskId, _GET_FIELDS))
 
     async def _update(self, request: McpRequest, params: UpdateParams) -> dict[str, Any]:
         task = await self._visible(request, params.taskId)

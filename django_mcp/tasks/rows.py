@@ -31,14 +31,19 @@ class ReadPlan(NamedTuple):
     converters: list[tuple[int, list[Any], Any]]
 
 
-_READ_PLANS: dict[tuple[str, bool], ReadPlan] = {}
+_READ_PLANS: dict[tuple[str, bool, tuple[str, ...] | None], ReadPlan] = {}
 
 
-def read_plan(conn: BaseDatabaseWrapper, by_owner: bool) -> ReadPlan:
-    """``SELECT <every column> FROM task WHERE id = %s [AND owner = %s]`` and the column converters, from the model."""
-    plan = _READ_PLANS.get((conn.alias, by_owner))
+def read_plan(conn: BaseDatabaseWrapper, by_owner: bool, only: tuple[str, ...] | None = None) -> ReadPlan:
+    """``SELECT <columns> FROM task WHERE id = %s [AND owner = %s]`` and the column converters, from the model.
+
+    Every column, or the primary key and the fields named in ``only``: the others load deferred, as
+    with ``QuerySet.only`` (read one, and the ORM queries for it).
+    """
+    plan = _READ_PLANS.get((conn.alias, by_owner, only))
     if plan is None:
-        qn, table, fields = conn.ops.quote_name, Task._meta.db_table, Task._meta.concrete_fields
+        qn, table = conn.ops.quote_name, Task._meta.db_table
+        fields = [f for f in Task._meta.concrete_fields if only is None or f.primary_key or f.name in only]
         columns = [field.get_col(table) for field in fields]
 
         def column(field: Any) -> str:
@@ -57,7 +62,7 @@ def read_plan(conn: BaseDatabaseWrapper, by_owner: bool) -> ReadPlan:
             [field.attname for field in fields],
             [c for c in converters if c[1]],
         )
-        _READ_PLANS[(conn.alias, by_owner)] = plan
+        _READ_PLANS[(conn.alias, by_owner, only)] = plan
     return plan
 
 

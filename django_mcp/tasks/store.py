@@ -100,7 +100,9 @@ def _first(tasks: QuerySet[Task]) -> Task | None:
     return next(iter(tasks.order_by()[:1]), None)
 
 
-def _read(pk: Any, owner: str | None = None, *, after_write: bool = False) -> Task | None:
+def _read(
+    pk: Any, owner: str | None = None, *, after_write: bool = False, only: tuple[str, ...] | None = None
+) -> Task | None:
     """One task by primary key (and owner), as the ORM would load it.
 
     The SQL and the converters are built once per database from the model: compiling a queryset
@@ -108,7 +110,7 @@ def _read(pk: Any, owner: str | None = None, *, after_write: bool = False) -> Ta
     """
     alias = router.db_for_write(Task) if after_write else router.db_for_read(Task)
     conn = connections[alias]
-    plan = read_plan(conn, owner is not None)
+    plan = read_plan(conn, owner is not None, only)
     params = [Task._meta.pk.get_db_prep_value(pk, conn), *(() if owner is None else (owner,))]
     with conn.cursor() as cursor:
         cursor.execute(plan.sql, params)
@@ -349,12 +351,15 @@ def _forget(tasks: QuerySet[Task]) -> int:
     return deleted
 
 
-def visible(task_id: Any, owner: str) -> Task | None:
-    """The task if it exists, belongs to ``owner`` and has not expired (an expired one is deleted)."""
+def visible(task_id: Any, owner: str, only: tuple[str, ...] | None = None) -> Task | None:
+    """The task if it exists, belongs to ``owner`` and has not expired (an expired one is deleted).
+
+    ``only``: the fields to load besides the primary key, ``expires_at`` among them (:func:`~.rows.read_plan`).
+    """
     pk = parse_id(task_id)
     if pk is None:
         return None
-    task = _read(pk, owner)
+    task = _read(pk, owner, only=only)
     if task is not None and task.is_expired():
         _forget(Task.objects.filter(pk=pk))
         return None
@@ -639,11 +644,11 @@ class TaskStore:
         self.fail_stale_queued = self._door(fail_stale_queued)
         self.sweep_expired_batch = self._door(sweep_expired_batch)
 
-    async def visible(self, task_id: Any, owner: str) -> Task | None:
+    async def visible(self, task_id: Any, owner: str, only: tuple[str, ...] | None = None) -> Task | None:
         """:func:`visible`: on SQLite read on the event loop's thread when it need not wait (``loop_read``)."""
-        task = read_visible(task_id, owner)
+        task = read_visible(task_id, owner, only)
         if task is USE_STORE:
-            return await self._visible_in_pool(task_id, owner)
+            return await self._visible_in_pool(task_id, owner, only)
         return task
 
     def _door(self, fn: Callable[P, R], *, writes: bool = True) -> Callable[P, Coroutine[Any, Any, R]]:

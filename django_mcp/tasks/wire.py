@@ -29,6 +29,13 @@ def task_fields(task: Task) -> dict[str, Any]:
     return wire
 
 
+DETAILED_FIELDS = (
+    "id", "status", "status_message", "created_at", "updated_at", "ttl_ms", "poll_interval_ms",
+    "input_requests", "result", "error",
+)  # fmt: skip
+"""The fields :func:`detailed_task` reads: a task loaded with only these (and what its reader checks) serves it."""
+
+
 def detailed_task(task: Task) -> dict[str, Any]:
     """The ``DetailedTask``: what ``tasks/get`` answers and ``notifications/tasks`` carries."""
     wire = task_fields(task)
