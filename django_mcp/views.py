@@ -333,11 +333,13 @@ def _start(work: Coroutine[Any, Any, Outcome | ListenStream]) -> asyncio.Future[
     """``work`` as a task, run at once up to its first wait (Python 3.12's eager start; on 3.11 scheduled).
 
     A request that never waits (``tasks/get`` read on the loop) is then answered without a task
-    switch, and one that does starts its work without waiting a turn of the loop.
+    switch, and one that does starts its work without waiting a turn of the loop. A loop with a task
+    factory (tracing, monitoring) makes the task itself, as before.
     """
-    if sys.version_info >= (3, 12):
-        return asyncio.Task(work, loop=asyncio.get_running_loop(), eager_start=True)
-    return asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    if sys.version_info >= (3, 12) and loop.get_task_factory() is None:
+        return asyncio.Task(work, loop=loop, eager_start=True)
+    return loop.create_task(work)
 
 
 def _sse(events: AsyncIterator[bytes]) -> StreamingHttpResponse:

@@ -31,7 +31,6 @@ async def test_progress_goes_out_on_sse_before_the_result(async_client):
     assert len(messages) == 4
 
 
-
 async def test_progress_sent_by_a_handler_that_never_waits_still_goes_out_before_the_result(async_client):
     body = request_body("tools/call", {"name": "progress_at_once"}, progressToken="tok-2")
     response = await post(async_client, body)
@@ -40,6 +39,7 @@ async def test_progress_sent_by_a_handler_that_never_waits_still_goes_out_before
     assert [m.get("method") for m in messages] == ["notifications/progress", None]
     assert messages[0]["params"]["message"] == "all at once"
     assert messages[1]["result"]["content"][0]["text"] == "done"
+
 
 async def test_integer_progress_token_is_echoed_as_integer(async_client):
     body = request_body("tools/call", {"name": "progress_steps", "arguments": {"steps": 1}}, progressToken=99)

@@ -12,6 +12,7 @@ from unittest import mock
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.core.exceptions import FieldDoesNotExist
 from django.db import connections
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabase
 from django.forms.models import model_to_dict
@@ -77,7 +78,6 @@ def test_reads_the_task_as_the_store_does():
     assert read._state.db == "default" and not read._state.adding
 
 
-
 PAYLOADS = {
     "working": {},
     "input_required": {"input_requests": {"q": {"method": "elicitation/create", "params": {"message": "?"}}}},
@@ -108,6 +108,13 @@ def test_tasks_get_loads_only_what_it_answers_and_checks():
         assert not read.get_deferred_fields() & {*GET_FIELDS, "id"}
         assert detailed_task(read) == detailed_task(task)
         assert read.arguments == {"big": "x" * 1000}  # what is left out still loads, as QuerySet.only's would
+
+
+def test_a_misspelt_field_is_refused_not_loaded_deferred():
+    task = _task()
+    with pytest.raises(FieldDoesNotExist):
+        store.visible(str(task.id), OWNER, ("status", "expires_at", "staus"))
+
 
 @on_sqlite
 def test_another_owner_an_unknown_id_and_a_malformed_one_read_nothing():

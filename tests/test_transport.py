@@ -1,5 +1,6 @@
 """The HTTP face of the validation ladder, through the real URLconf (statuses, codes, ids)."""
 
+import asyncio
 import json
 
 import pytest
@@ -300,6 +301,26 @@ async def test_a_request_builds_one_response(async_client, monkeypatch):
     assert refused.status_code == 400
     assert _error(refused)["error"]["code"] == -32602
     assert built == [refused]
+
+
+async def test_a_loops_task_factory_still_makes_the_requests_task(async_client):
+    """Eager start (3.12+) is skipped when the loop has a task factory: tracing and monitoring see the work."""
+    loop = asyncio.get_running_loop()
+    made = []
+
+    def factory(loop, coro, **kwargs):
+        made.append(coro.__qualname__)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    loop.set_task_factory(factory)
+    try:
+        response = await post(
+            async_client, request_body("tools/call", {"name": "async_echo", "arguments": {"text": "a"}})
+        )
+    finally:
+        loop.set_task_factory(None)
+    assert json.loads(response.content)["result"]["content"][0]["text"] == "a"
+    assert "_outcome" in made
 
 
 async def test_a_handshake_only_server_refuses_a_2026_request_and_follows_a_settings_change(async_client, settings):

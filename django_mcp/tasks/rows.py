@@ -43,6 +43,8 @@ def read_plan(conn: BaseDatabaseWrapper, by_owner: bool, only: tuple[str, ...] |
     plan = _READ_PLANS.get((conn.alias, by_owner, only))
     if plan is None:
         qn, table = conn.ops.quote_name, Task._meta.db_table
+        for name in only or ():
+            Task._meta.get_field(name)  # FieldDoesNotExist: a misspelt name would load deferred, one query each
         fields = [f for f in Task._meta.concrete_fields if only is None or f.primary_key or f.name in only]
         columns = [field.get_col(table) for field in fields]
 

@@ -92,12 +92,12 @@ async def progress_steps(request: McpRequest, steps: int = 3) -> str:
     return "done"
 
 
-
 @tool
 async def progress_at_once(request: McpRequest) -> str:
     """Reports progress and answers without ever waiting: its whole call runs before the view looks."""
     request.progress(1, total=1, message="all at once")
     return "done"
+
 
 @tool
 def sync_progress(request: McpRequest) -> str:
