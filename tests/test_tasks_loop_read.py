@@ -24,6 +24,7 @@ from django_mcp.tasks.loop_read import USE_STORE, read_visible
 from django_mcp.tasks.plugin import _GET_FIELDS as GET_FIELDS
 from django_mcp.tasks.wire import DETAILED_FIELDS, detailed_task
 from tests.task_servers import tasks_server
+from tests.test_tasks import get, owner_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 on_sqlite = pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") == "postgres", reason="SQLite's read path")
@@ -108,6 +109,15 @@ def test_tasks_get_loads_only_what_it_answers_and_checks():
         assert not read.get_deferred_fields() & {*GET_FIELDS, "id"}
         assert detailed_task(read) == detailed_task(task)
         assert read.arguments == {"big": "x" * 1000}  # what is left out still loads, as QuerySet.only's would
+
+
+async def test_tasks_get_asks_the_store_for_its_fields_only(async_client):
+    owner = owner_key("mcp_tasks", "nobody")
+    task = await sync_to_async(_task)(owner=owner, status_message="narrow")
+    with mock.patch.object(PLUGIN.store, "visible", wraps=PLUGIN.store.visible) as visible:
+        result = (await get(async_client, str(task.id)))["result"]
+    assert (result["status"], result["statusMessage"]) == ("working", "narrow")
+    visible.assert_awaited_once_with(str(task.id), owner, GET_FIELDS)
 
 
 def test_a_misspelt_field_is_refused_not_loaded_deferred():
