@@ -106,7 +106,7 @@ def test_tasks_get_loads_only_what_it_answers_and_checks():
     for read in reads:
         assert isinstance(read, Task)
         assert {"arguments", "request_meta", "input_responses", "tool"} <= read.get_deferred_fields()
-        assert not read.get_deferred_fields() & {*GET_FIELDS, "id"}
+        assert not read.get_deferred_fields() & {*GET_FIELDS, "id", "expires_at"}
         assert detailed_task(read) == detailed_task(task)
         assert read.arguments == {"big": "x" * 1000}  # what is left out still loads, as QuerySet.only's would
 
@@ -120,10 +120,21 @@ async def test_tasks_get_asks_the_store_for_its_fields_only(async_client):
     visible.assert_awaited_once_with(str(task.id), owner, GET_FIELDS)
 
 
+def test_every_narrow_read_loads_the_expiry_it_checks(django_assert_num_queries):
+    task = _task(status_message="x")
+    with django_assert_num_queries(1):  # the read itself; a deferred expiry would be a second query
+        read = store.visible(str(task.id), OWNER, ("status",))
+    assert read is not None and read.expires_at == task.expires_at
+    if connections["default"].vendor == "sqlite":
+        with django_assert_num_queries(0):  # on its own connection; a deferred expiry would be a Django query
+            read = read_visible(str(task.id), OWNER, ("status",))
+        assert isinstance(read, Task) and read.expires_at == task.expires_at
+
+
 def test_a_misspelt_field_is_refused_not_loaded_deferred():
     task = _task()
     with pytest.raises(FieldDoesNotExist):
-        store.visible(str(task.id), OWNER, ("status", "expires_at", "staus"))
+        store.visible(str(task.id), OWNER, ("status", "staus"))
 
 
 @on_sqlite

@@ -56,7 +56,7 @@ def read_visible(
 ) -> Task | None | Literal[_Answer.USE_STORE]:
     """The task if it exists, belongs to ``owner`` and has not expired; :data:`USE_STORE` when unsure.
 
-    ``only``: the fields to load besides the primary key, ``expires_at`` among them (:func:`~.rows.read_plan`).
+    ``only``: the fields to load besides the primary key and ``expires_at`` (:func:`~.rows.read_plan`).
     """
     pk = parse_id(task_id)
     if pk is None:

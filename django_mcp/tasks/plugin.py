@@ -46,9 +46,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("django_mcp.tasks")
 
-# What tasks/get reads: the wire object, the expiry its read checks and the lease its reaping checks.
-# The other columns (arguments, answers, request metadata: JSON each) stay in the database.
-_GET_FIELDS = (*DETAILED_FIELDS, "expires_at", "lease_expires_at")
+# What tasks/get reads besides the expiry every read checks: the wire object and the lease its reaping
+# checks. The other columns (arguments, answers, request metadata: JSON each) stay in the database.
+_GET_FIELDS = (*DETAILED_FIELDS, "lease_expires_at")
 
 _ANSWER_TYPES: dict[str, type[BaseModel]] = {
     "elicitation/create": ElicitAnswer,

@@ -37,15 +37,16 @@ _READ_PLANS: dict[tuple[str, bool, tuple[str, ...] | None], ReadPlan] = {}
 def read_plan(conn: BaseDatabaseWrapper, by_owner: bool, only: tuple[str, ...] | None = None) -> ReadPlan:
     """``SELECT <columns> FROM task WHERE id = %s [AND owner = %s]`` and the column converters, from the model.
 
-    Every column, or the primary key and the fields named in ``only``: the others load deferred, as
-    with ``QuerySet.only`` (read one, and the ORM queries for it).
+    Every column, or the primary key, ``expires_at`` (every reader checks it) and the fields named in
+    ``only``: the others load deferred, as with ``QuerySet.only`` (read one, and the ORM queries for it).
     """
     plan = _READ_PLANS.get((conn.alias, by_owner, only))
     if plan is None:
         qn, table = conn.ops.quote_name, Task._meta.db_table
         for name in only or ():
             Task._meta.get_field(name)  # FieldDoesNotExist: a misspelt name would load deferred, one query each
-        fields = [f for f in Task._meta.concrete_fields if only is None or f.primary_key or f.name in only]
+        wanted = None if only is None else {*only, "expires_at"}
+        fields = [f for f in Task._meta.concrete_fields if wanted is None or f.primary_key or f.name in wanted]
         columns = [field.get_col(table) for field in fields]
 
         def column(field: Any) -> str:

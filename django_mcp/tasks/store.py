@@ -354,7 +354,7 @@ def _forget(tasks: QuerySet[Task]) -> int:
 def visible(task_id: Any, owner: str, only: tuple[str, ...] | None = None) -> Task | None:
     """The task if it exists, belongs to ``owner`` and has not expired (an expired one is deleted).
 
-    ``only``: the fields to load besides the primary key, ``expires_at`` among them (:func:`~.rows.read_plan`).
+    ``only``: the fields to load besides the primary key and ``expires_at`` (:func:`~.rows.read_plan`).
     """
     pk = parse_id(task_id)
     if pk is None:
