@@ -1,7 +1,11 @@
-"""``tasks/get``'s read on the event loop's thread (SQLite): what it reads, and each way it hands over to the store."""
+"""``tasks/get``'s read on the event loop's thread (SQLite): what it reads, and each way it hands over to the store.
+
+PostgreSQL's read from the loop: ``test_tasks_loop_read_pg``.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import threading
@@ -19,7 +23,7 @@ from django.forms.models import model_to_dict
 from django.utils import timezone
 
 from django_mcp.models import Task
-from django_mcp.tasks import loop_read, store
+from django_mcp.tasks import loop_read, loop_read_pg, store
 from django_mcp.tasks.loop_read import USE_STORE, read_visible
 from django_mcp.tasks.plugin import _GET_FIELDS as GET_FIELDS
 from django_mcp.tasks.wire import DETAILED_FIELDS, detailed_task
@@ -173,9 +177,13 @@ async def test_tasks_visible_reads_on_the_loop_without_the_store_threads():
 
 async def test_what_the_loop_cannot_read_the_store_reads():
     task = await sync_to_async(_task)(status_message="via the pool")
-    with mock.patch.object(store, "read_visible", return_value=USE_STORE) as loop:
+    with (
+        mock.patch.object(store, "read_visible", return_value=USE_STORE) as sqlite_loop,
+        mock.patch.object(store.loop_read_pg, "read_visible", return_value=USE_STORE) as pg_loop,
+    ):
         found = await PLUGIN.store.visible(str(task.id), OWNER)
-    loop.assert_called_once_with(str(task.id), OWNER, None)
+    sqlite_loop.assert_called_once_with(str(task.id), OWNER, None)
+    pg_loop.assert_awaited_once_with(str(task.id), OWNER, None)
     assert found is not None and found.status_message == "via the pool"
 
 
@@ -273,3 +281,17 @@ def test_a_renamed_database_gets_a_connection_of_its_own(tmp_path):
             assert read_visible(str(task.id), OWNER) is USE_STORE  # no task table there: dropped
     assert isinstance(read_visible(str(task.id), OWNER), Task)
     assert loop_read._readers["default"].link is not first
+
+
+@on_sqlite
+async def test_the_postgresql_read_is_never_tried_on_sqlite():
+    task = await sync_to_async(_task)()
+    loop_read_pg._elsewhere.discard("default")
+    try:
+        with mock.patch.object(store, "read_visible", return_value=USE_STORE):  # SQLite's own read declines
+            found = await PLUGIN.store.visible(str(task.id), OWNER)
+        assert found is not None and found.id == task.id  # through the store
+        assert "default" in loop_read_pg._elsewhere
+        assert asyncio.get_running_loop() not in loop_read_pg._loops  # nothing opened, nothing kept
+    finally:
+        loop_read_pg._elsewhere.discard("default")

@@ -29,6 +29,7 @@ from django.db.models import Count, F, QuerySet
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from . import loop_read_pg
 from .loop_read import USE_STORE, read_visible
 from .models import ACTIVE, TERMINAL, Task, TaskQuota, TaskStatus
 from .rows import load_row, parse_id, read_plan
@@ -645,8 +646,10 @@ class TaskStore:
         self.sweep_expired_batch = self._door(sweep_expired_batch)
 
     async def visible(self, task_id: Any, owner: str, only: tuple[str, ...] | None = None) -> Task | None:
-        """:func:`visible`: on SQLite read on the event loop's thread when it need not wait (``loop_read``)."""
-        task = read_visible(task_id, owner, only)
+        """:func:`visible`, read from the event loop when it need not wait (``loop_read``, ``loop_read_pg``)."""
+        task = read_visible(task_id, owner, only)  # SQLite: synchronous, a request never waiting is not suspended
+        if task is USE_STORE:
+            task = await loop_read_pg.read_visible(task_id, owner, only)
         if task is USE_STORE:
             return await self._visible_in_pool(task_id, owner, only)
         return task

@@ -1,0 +1,268 @@
+"""``tasks/get``'s read from the event loop on PostgreSQL: what it reads, its hand-overs, its connection's life."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+import uuid
+from datetime import timedelta
+from unittest import mock
+
+import psycopg
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
+from django.db.backends.signals import connection_created
+from django.utils import timezone
+
+from django_mcp.models import Task
+from django_mcp.tasks import loop_read_pg, store
+from django_mcp.tasks.loop_read import USE_STORE
+from django_mcp.tasks.loop_read_pg import read_visible
+from django_mcp.tasks.plugin import _GET_FIELDS as GET_FIELDS
+from django_mcp.tasks.wire import detailed_task
+from tests.task_servers import tasks_server
+from tests.test_tasks_loop_read import OWNER, _fields, _task
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") != "postgres", reason="PostgreSQL's read path"),
+]
+
+PLUGIN = tasks_server.extension_plugins[0]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_readers():
+    yield
+    for loop_readers in list(loop_read_pg._loops.values()):
+        loop_readers.close()
+    loop_read_pg._loops.clear()
+    loop_read_pg._elsewhere.discard("default")
+
+
+def _loop_readers() -> loop_read_pg._LoopReaders:
+    return loop_read_pg._loops[asyncio.get_running_loop()]
+
+
+def _reader() -> loop_read_pg._Reader:
+    return _loop_readers().readers["default"]
+
+
+async def _opened() -> loop_read_pg._Reader:
+    """The loop's reader, once the first read (which the store answers) has opened it in the background."""
+    assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+    await asyncio.gather(*_loop_readers().opening)
+    return _reader()
+
+
+@contextlib.contextmanager
+def _receiver_if(connect: bool):
+    if connect:
+        connection_created.connect(_set_up)
+    try:
+        yield
+    finally:
+        connection_created.disconnect(_set_up)
+
+
+def _wrapper(**changes):
+    """A PostgreSQL wrapper for the default alias as Django would make it, with some settings changed."""
+    settings = {**connections["default"].settings_dict, **changes}
+    return type(connections["default"])(settings, "default")
+
+
+async def test_reads_the_task_as_the_store_does():
+    task = await sync_to_async(_task)(
+        status="completed",
+        status_message="Done",
+        result={"content": [{"type": "text", "text": "ünïcode"}]},
+        arguments={"n": 1.5},
+        request_meta={"progressToken": 7},
+    )
+    await _opened()
+    read = await read_visible(str(task.id), OWNER)
+    assert isinstance(read, Task)
+    assert _fields(read) == _fields(await sync_to_async(store.visible)(task.id, OWNER))
+    assert read._state.db == "default" and not read._state.adding
+    narrow = await read_visible(str(task.id), OWNER, GET_FIELDS)
+    assert isinstance(narrow, Task) and detailed_task(narrow) == detailed_task(task)
+    assert "arguments" in narrow.get_deferred_fields()
+
+
+async def test_another_owner_an_unknown_id_and_a_malformed_one_read_nothing():
+    task = await sync_to_async(_task)()
+    await _opened()
+    assert await read_visible(str(task.id), "sha256:" + "b" * 64) is None
+    assert await read_visible(str(uuid.uuid4()), OWNER) is None
+    assert await read_visible("not-a-uuid", OWNER) is None
+
+
+async def test_an_expired_task_goes_to_the_store_which_deletes_it():
+    task = await sync_to_async(_task)(expires_at=timezone.now() - timedelta(seconds=1))
+    await _opened()
+    assert await read_visible(str(task.id), OWNER) is USE_STORE
+    assert await PLUGIN.store.visible(str(task.id), OWNER) is None
+    assert not await Task.objects.filter(pk=task.id).aexists()
+
+
+async def test_tasks_visible_reads_on_the_loop_without_the_store_threads():
+    task = await sync_to_async(_task)()
+    await _opened()
+    with mock.patch.object(PLUGIN.store, "_visible_in_pool", side_effect=AssertionError("went to the pool")):
+        found = await PLUGIN.store.visible(str(task.id), OWNER, GET_FIELDS)
+        again = await PLUGIN.store.visible(str(task.id), OWNER, GET_FIELDS)
+    assert found is not None and again is not None and found.id == again.id == task.id
+
+
+async def test_a_busy_connection_is_not_waited_for_and_both_reads_are_answered():
+    tasks = [await sync_to_async(_task)(status_message=str(n)) for n in range(2)]
+    await _opened()
+    with mock.patch.object(PLUGIN.store, "_visible_in_pool", wraps=PLUGIN.store._visible_in_pool) as pool:
+        found = await asyncio.gather(*(PLUGIN.store.visible(str(t.id), OWNER) for t in tasks))
+    assert [t.status_message for t in found] == ["0", "1"]
+    pool.assert_awaited_once_with(str(tasks[1].id), OWNER, None)  # the first was still reading
+
+
+async def test_a_failing_connection_is_dropped_and_opened_again():
+    task = await sync_to_async(_task)()
+    broken = (await _opened()).link
+    broken.pgconn.finish()  # the server went away
+    assert await read_visible(str(task.id), OWNER) is USE_STORE
+    assert "default" not in _loop_readers().readers
+    assert (await _opened()).link is not broken
+    again = await read_visible(str(task.id), OWNER)
+    assert isinstance(again, Task) and again.id == task.id and not _reader().link.closed
+
+
+async def test_a_read_cancelled_mid_query_drops_the_connection():
+    task = await sync_to_async(_task)()
+    link = (await _opened()).link
+    with mock.patch.object(link, "execute", side_effect=asyncio.CancelledError):
+        with pytest.raises(asyncio.CancelledError):
+            await read_visible(str(task.id), OWNER)
+    assert link.closed and "default" not in _loop_readers().readers
+
+
+async def test_a_database_that_cannot_be_reached_is_left_to_the_store_and_tried_again_a_second_later():
+    with mock.patch.object(connections, "create_connection", return_value=_wrapper(PORT="1")) as create:
+        assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+        await asyncio.gather(*_loop_readers().opening)
+        assert not _loop_readers().readers  # refused: dropped
+        assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+        assert create.call_count == 1  # not tried again at once
+        _loop_readers().retry_at["default"] -= loop_read_pg.RETRY_SECONDS
+        assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+        await asyncio.gather(*_loop_readers().opening)
+    assert create.call_count == 2  # tried again, not remembered as another backend
+    assert "default" not in loop_read_pg._elsewhere
+
+
+async def test_a_loop_psycopg_cannot_run_on_leaves_every_read_to_the_store():
+    refused = psycopg.InterfaceError("Psycopg cannot use the 'ProactorEventLoop' to run in async mode")
+    with mock.patch("psycopg.AsyncConnection.connect", side_effect=refused):
+        assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+        await asyncio.gather(*_loop_readers().opening)
+    assert "default" in loop_read_pg._elsewhere and not _loop_readers().readers
+
+
+async def test_no_request_waits_for_the_connection_to_open():
+    task = await sync_to_async(_task)()
+    opened = asyncio.Event()
+
+    async def slow_connect(*args, **kwargs):
+        await opened.wait()  # a database that takes its time (or never answers)
+        raise OSError("gave up")
+
+    with mock.patch("psycopg.AsyncConnection.connect", side_effect=slow_connect):
+        started = time.perf_counter()
+        found = [await PLUGIN.store.visible(str(task.id), OWNER) for _ in range(3)]
+        assert time.perf_counter() - started < 2
+        assert all(t is not None and t.id == task.id for t in found)  # through the store
+        assert len(_loop_readers().opening) == 1  # one attempt, in the background
+        opened.set()
+        await asyncio.gather(*_loop_readers().opening)
+    assert not _loop_readers().readers
+
+
+def _set_up(sender, connection, **kwargs):
+    """A project's ``connection_created`` receiver (a search_path, a statement_timeout …)."""
+
+
+async def test_a_subclass_an_assumed_role_or_a_connection_set_up_by_the_project_is_left_to_the_store():
+    class Spatial(type(connections["default"])):
+        pass
+
+    databases = [Spatial(connections["default"].settings_dict, "default"), _wrapper(OPTIONS={"assume_role": "x"})]
+    for database in [*databases, _wrapper()]:
+        loop_read_pg._elsewhere.discard("default")
+        with (
+            mock.patch.object(connections, "create_connection", return_value=database) as create,
+            _receiver_if(database not in databases),
+        ):
+            assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+            assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+        assert create.call_count == 1  # decided once, not per read
+        assert asyncio.get_running_loop() not in loop_read_pg._loops  # nothing opened, nothing kept
+        assert "default" in loop_read_pg._elsewhere
+
+
+async def test_a_renamed_database_gets_a_connection_of_its_own():
+    task = await sync_to_async(_task)()
+    reader = await _opened()
+    first = reader.link
+    with mock.patch.dict(reader.database.settings_dict, {"NAME": "no_such_database_here"}):
+        with mock.patch.object(connections, "create_connection", return_value=_wrapper(NAME="no_such_database_here")):
+            assert await read_visible(str(task.id), OWNER) is USE_STORE
+            assert first.closed
+            await asyncio.gather(*_loop_readers().opening)  # no such database: refused
+    assert not _loop_readers().readers
+    _loop_readers().retry_at.clear()
+    assert (await _opened()).link is not first
+    assert isinstance(await read_visible(str(task.id), OWNER), Task)
+
+
+def _read_on(loop: asyncio.AbstractEventLoop, task_id: str):
+    async def read():
+        if "default" not in loop_read_pg._loops.get(asyncio.get_running_loop(), loop_read_pg._LoopReaders()).readers:
+            await _opened()
+        found = await read_visible(task_id, OWNER)
+        return found, _reader().link
+
+    return loop.run_until_complete(read())
+
+
+def test_the_connection_is_closed_when_its_loop_shuts_down():
+    task = _task()
+    with asyncio.Runner() as runner:  # as asyncio.run, uvicorn and pytest-asyncio end a loop
+        found, link = _read_on(runner.get_loop(), str(task.id))
+        assert isinstance(found, Task) and not link.closed
+    assert link.closed
+
+
+def test_a_loop_closed_without_shutting_down_has_its_connection_closed_by_the_next_loop():
+    task = _task()
+    first = asyncio.new_event_loop()
+    _, first_link = _read_on(first, str(task.id))
+    first.close()  # its async generators never shut down
+    with asyncio.Runner() as runner:
+        _, second_link = _read_on(runner.get_loop(), str(task.id))
+        assert first_link.closed and not second_link.closed
+        assert first not in loop_read_pg._loops  # forgotten, not kept alive
+    assert second_link.closed and not loop_read_pg._loops
+
+
+def test_each_loop_reads_on_its_own_connection():
+    task = _task()
+    loops = [asyncio.new_event_loop() for _ in range(2)]
+    try:
+        links = [_read_on(loop, str(task.id))[1] for loop in loops]
+        assert links[0] is not links[1] and not any(link.closed for link in links)
+        assert _read_on(loops[0], str(task.id))[1] is links[0]
+    finally:
+        for loop in loops:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+    assert all(link.closed for link in links)
