@@ -52,8 +52,9 @@ def _reader() -> loop_read_pg._Reader:
 
 
 async def _opened() -> loop_read_pg._Reader:
-    """The loop's reader, once the first read (which the store answers) has opened it in the background."""
-    assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+    """The loop's reader, once its second read (the store answers both) has opened it in the background."""
+    for _ in range(2):
+        assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
     await asyncio.gather(*_loop_readers().opening)
     return _reader()
 
@@ -146,34 +147,88 @@ async def test_a_read_cancelled_mid_query_drops_the_connection():
     assert link.closed and "default" not in _loop_readers().readers
 
 
+async def test_the_connection_has_djangos_time_zone():
+    link = (await _opened()).link
+    shown = await (await link.execute("SHOW TimeZone")).fetchone()
+    assert shown == (connections["default"].timezone_name,)
+
+
+async def test_a_read_in_flight_when_its_loop_shuts_down_ends_then_closes_the_connection():
+    task = await sync_to_async(_task)()
+    reader = await _opened()
+    read = asyncio.ensure_future(read_visible(str(task.id), OWNER))
+    while not reader.busy:  # until it waits for the database
+        await asyncio.sleep(0)
+    _loop_readers().close()  # what the keeper does at loop.shutdown_asyncgens()
+    assert not reader.link.closed and "default" not in _loop_readers().readers
+    found = await read
+    assert isinstance(found, Task) and found.id == task.id
+    assert reader.link.closed
+
+
+async def test_a_connection_that_opens_after_its_loop_shut_down_is_closed():
+    release = asyncio.Event()
+    real_connect = psycopg.AsyncConnection.connect
+    opened = []
+
+    async def late_connect(*args, **kwargs):
+        await release.wait()
+        opened.append(await real_connect(*args, **kwargs))
+        return opened[-1]
+
+    with mock.patch("psycopg.AsyncConnection.connect", side_effect=late_connect):
+        for _ in range(2):
+            assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+        _loop_readers().close()  # the loop shuts down while it opens
+        release.set()
+        await asyncio.gather(*_loop_readers().opening)
+    assert opened and opened[0].closed and not _loop_readers().readers
+
+
+def test_a_loop_made_for_one_call_never_opens_a_connection():
+    task = _task()
+
+    async def one_call():
+        found = await read_visible(str(task.id), OWNER)
+        return found, {**_loop_readers().readers}, {*_loop_readers().opening}
+
+    for _ in range(3):  # as async_to_sync serves each request under WSGI
+        assert asyncio.run(one_call()) == (USE_STORE, {}, set())
+    assert not loop_read_pg._loops  # nothing left behind either
+
+
 async def test_a_database_that_cannot_be_reached_is_left_to_the_store_and_tried_again_a_second_later():
     with mock.patch.object(connections, "create_connection", return_value=_wrapper(PORT="1")) as create:
-        assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+        for _ in range(2):
+            assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
         await asyncio.gather(*_loop_readers().opening)
-        assert not _loop_readers().readers  # refused: dropped
+        assert not _loop_readers().readers  # refused: forgotten
         assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-        assert create.call_count == 1  # not tried again at once
+        assert create.call_count == 2  # not tried again at once
         _loop_readers().retry_at["default"] -= loop_read_pg.RETRY_SECONDS
         assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
         await asyncio.gather(*_loop_readers().opening)
-    assert create.call_count == 2  # tried again, not remembered as another backend
+        assert create.call_count == 3  # tried again, not remembered as another backend
+        wait = _loop_readers().retry_at["default"] - time.monotonic()
+        assert loop_read_pg.RETRY_SECONDS < wait <= 2 * loop_read_pg.RETRY_SECONDS  # twice as long
     assert "default" not in loop_read_pg._elsewhere
 
 
 async def test_a_loop_psycopg_cannot_run_on_leaves_every_read_to_the_store():
     refused = psycopg.InterfaceError("Psycopg cannot use the 'ProactorEventLoop' to run in async mode")
     with mock.patch("psycopg.AsyncConnection.connect", side_effect=refused):
-        assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+        for _ in range(2):
+            assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
         await asyncio.gather(*_loop_readers().opening)
     assert "default" in loop_read_pg._elsewhere and not _loop_readers().readers
 
 
 async def test_no_request_waits_for_the_connection_to_open():
     task = await sync_to_async(_task)()
-    opened = asyncio.Event()
+    give_up = asyncio.Event()
 
     async def slow_connect(*args, **kwargs):
-        await opened.wait()  # a database that takes its time (or never answers)
+        await give_up.wait()  # a database that takes its time (or never answers)
         raise OSError("gave up")
 
     with mock.patch("psycopg.AsyncConnection.connect", side_effect=slow_connect):
@@ -182,7 +237,7 @@ async def test_no_request_waits_for_the_connection_to_open():
         assert time.perf_counter() - started < 2
         assert all(t is not None and t.id == task.id for t in found)  # through the store
         assert len(_loop_readers().opening) == 1  # one attempt, in the background
-        opened.set()
+        give_up.set()
         await asyncio.gather(*_loop_readers().opening)
     assert not _loop_readers().readers
 
@@ -216,7 +271,8 @@ async def test_a_renamed_database_gets_a_connection_of_its_own():
     with mock.patch.dict(reader.database.settings_dict, {"NAME": "no_such_database_here"}):
         with mock.patch.object(connections, "create_connection", return_value=_wrapper(NAME="no_such_database_here")):
             assert await read_visible(str(task.id), OWNER) is USE_STORE
-            assert first.closed
+            assert first.closed and not _loop_readers().readers
+            assert await read_visible(str(task.id), OWNER) is USE_STORE  # opens one there
             await asyncio.gather(*_loop_readers().opening)  # no such database: refused
     assert not _loop_readers().readers
     _loop_readers().retry_at.clear()
@@ -226,7 +282,7 @@ async def test_a_renamed_database_gets_a_connection_of_its_own():
 
 def _read_on(loop: asyncio.AbstractEventLoop, task_id: str):
     async def read():
-        if "default" not in loop_read_pg._loops.get(asyncio.get_running_loop(), loop_read_pg._LoopReaders()).readers:
+        if asyncio.get_running_loop() not in loop_read_pg._loops:
             await _opened()
         found = await read_visible(task_id, OWNER)
         return found, _reader().link

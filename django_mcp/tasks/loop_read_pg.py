@@ -6,20 +6,22 @@ for the round trip alone. So :func:`read_visible` sends the query from the loop 
 connection of its own, and on SQLite's rules (``loop_read``): used by one request at a time (a
 request that finds it busy does not wait), in autocommit (each read sees the latest commit), and a
 busy or failing connection, an expired task (whose deletion is a write) or another backend answer
-:data:`~.loop_read.USE_STORE`: the caller goes through the store's door as before. It only ever
-sends the task's ``SELECT``; it sets nothing on its session that Django would not (a session
-setting would outlive it on a PgBouncer server connection shared in transaction mode).
+:data:`~.loop_read.USE_STORE`: the caller goes through the store's door as before. Besides the
+task's ``SELECT`` it sends only the time zone Django also sets on its own connections: nothing on
+its session outlives it on a PgBouncer server connection shared in transaction mode.
 
 The connection is the one Django would open (its parameters, type adapters, time zone and column
 converters), one per database per event loop; needs psycopg 3. A database with ``assume_role``, or a
 project with ``connection_created`` receivers (``django.contrib.postgres`` has one), is left to the
-store: they set up Django's own connections, which this one would bypass. No request waits for it to
-open: the first read on a loop goes through the store and opens it in the background, and after a
-failure to open the next attempt waits :data:`RETRY_SECONDS` (a database that is down costs a
-request nothing more than the store's own timeout). The connection belongs to its loop and is closed
-with it: when the loop shuts down its async generators (``asyncio.run``, uvicorn, asgiref's
-``async_to_sync``, pytest-asyncio), when the next loop reads after it was closed without doing so,
-or at exit. A test database can then be dropped after the tests.
+store: they set up Django's own connections, which this one would bypass.
+
+No request waits for it to open: a loop's second read opens it in the background (a loop made for
+one call, as ``async_to_sync`` makes under WSGI, never does), reads go through the store meanwhile,
+and after a failure to open the next attempt waits :data:`RETRY_SECONDS`, twice as long after each
+further failure (up to a minute). The connection belongs to its loop and is closed with it: when the
+loop shuts down its async generators (``asyncio.run``, uvicorn, asgiref's ``async_to_sync``,
+pytest-asyncio), when the next loop reads after it was closed without doing so, or at exit. A test
+database can then be dropped after the tests. A read in flight keeps its connection until it ends.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
 from django.db import connections, router
@@ -38,15 +40,17 @@ from .loop_read import USE_STORE, _Answer
 from .models import Task
 from .rows import load_row, parse_id, read_plan
 
+RETRY_SECONDS = 1.0
+"""How long after a first failure to open a read connection the next attempt waits (doubling, up to 60 s)."""
+
 
 class _Reader:
-    """A database's read connection on one loop; ``link`` is None while it opens."""
+    """A database's read connection on one loop; ``link`` is None while it opens, ``busy`` while it is used."""
 
-    __slots__ = ("busy", "database", "error", "link", "name")
+    __slots__ = ("busy", "database", "link", "name")
 
-    def __init__(self, database: BaseDatabaseWrapper, error: type[Exception]) -> None:
+    def __init__(self, database: BaseDatabaseWrapper) -> None:
         self.database = database  # for its settings and converters: never connected
-        self.error = error  # psycopg.Error (psycopg is an optional dependency)
         self.name = database.settings_dict["NAME"]  # the test runner renames the database
         self.link: Any = None  # psycopg.AsyncConnection (psycopg is an optional dependency)
         self.busy = True
@@ -61,22 +65,23 @@ class _LoopReaders:
 
     def __init__(self) -> None:
         self.readers: dict[str, _Reader] = {}
+        self.reads = 0  # before the first connection opens: a loop made for one call never opens one
         self.opening: set[asyncio.Task[None]] = set()
+        self.failures: dict[str, int] = {}
         self.retry_at: dict[str, float] = {}
-        self.keeper: AsyncIterator[None] | None = None
+        self.keeper: AsyncGenerator[None, None] | None = None
 
-    def drop(self, alias: str) -> None:
-        reader = self.readers.pop(alias, None)
-        if reader is not None:
+    def forget(self, alias: str, reader: _Reader) -> None:
+        """Stop handing ``reader`` out and close it, unless it is in use: its user closes it when done."""
+        if self.readers.get(alias) is reader:
+            del self.readers[alias]
+        if not reader.busy:
             reader.close()
 
     def close(self) -> None:
-        for alias in list(self.readers):
-            self.drop(alias)
+        for alias, reader in list(self.readers.items()):
+            self.forget(alias, reader)
 
-
-RETRY_SECONDS = 1.0
-"""How long after a failure to open a read connection the next attempt waits."""
 
 # Not weakly keyed: a loop's async generators hold its finalizer hook, so the keeper keeps it alive.
 _loops: dict[asyncio.AbstractEventLoop, _LoopReaders] = {}
@@ -98,34 +103,35 @@ async def read_visible(
         return USE_STORE
     loop = asyncio.get_running_loop()
     loop_readers = _loops.get(loop)
-    reader = None
-    if loop_readers is not None:
-        reader = loop_readers.readers.get(alias)
-        if reader is not None and reader.database.settings_dict["NAME"] != reader.name:
-            loop_readers.drop(alias)
-            reader = None
+    reader = None if loop_readers is None else loop_readers.readers.get(alias)
     if reader is None:
         if loop_readers is None or time.monotonic() >= loop_readers.retry_at.get(alias, 0.0):
             database = _readable(alias)
             if database is not None:
-                _open_soon(await _readers_of(loop), alias, database)
+                _open_soon(loop, loop_readers or await _new_loop_readers(loop), alias, database)
         return USE_STORE
     assert loop_readers is not None  # the reader is one of them
     if reader.busy:  # another request of this loop is reading (or it is opening): never wait
+        return USE_STORE
+    if reader.database.settings_dict["NAME"] != reader.name:
+        loop_readers.forget(alias, reader)
         return USE_STORE
     plan = read_plan(reader.database, True, only)
     params = (Task._meta.pk.get_db_prep_value(pk, reader.database), owner)
     reader.busy = True
     try:
         found = await (await reader.link.execute(plan.sql, params)).fetchone()
-    except reader.error:
-        loop_readers.drop(alias)  # failing: opened again by the next read; the store's threads retry
+    except reader.database.Database.Error:  # type: ignore[attr-defined]  # the wrapper's psycopg
+        loop_readers.forget(alias, reader)  # failing: opened again by a later read; the store's threads retry
         return USE_STORE
     except BaseException:
-        loop_readers.drop(alias)  # cancelled mid-query: the connection's state is unknown
+        # Cancelled mid-query (psycopg has cancelled it on the server): a new connection is the known state.
+        loop_readers.forget(alias, reader)
         raise
     finally:
         reader.busy = False
+        if loop_readers.readers.get(alias) is not reader:  # forgotten meanwhile (its loop shut down)
+            reader.close()
     if found is None:
         return None
     task = load_row(reader.database, plan, found)
@@ -134,32 +140,29 @@ async def read_visible(
     return task
 
 
-async def _readers_of(loop: asyncio.AbstractEventLoop) -> _LoopReaders:
-    loop_readers = _loops.get(loop)
-    if loop_readers is None:
-        for other, others in list(_loops.items()):
-            if other.is_closed():  # closed without shutting down its async generators
+async def _new_loop_readers(loop: asyncio.AbstractEventLoop) -> _LoopReaders:
+    for other in list(_loops):
+        if other.is_closed():  # closed without shutting down its async generators
+            others = _loops.pop(other, None)
+            if others is not None:
                 others.close()
-                del _loops[other]
-        loop_readers = _loops[loop] = _LoopReaders()
-        loop_readers.keeper = _keeper(loop, loop_readers)
-        await anext(loop_readers.keeper)  # now the loop's: loop.shutdown_asyncgens() closes it
+    loop_readers = _loops[loop] = _LoopReaders()
+    loop_readers.keeper = _keeper(loop, loop_readers)
+    await anext(loop_readers.keeper)  # now the loop's: loop.shutdown_asyncgens() closes it
     return loop_readers
 
 
-async def _keeper(loop: asyncio.AbstractEventLoop, loop_readers: _LoopReaders) -> AsyncIterator[None]:
-    try:
-        yield
-    finally:
-        loop_readers.close()
-        if _loops.get(loop) is loop_readers:
-            del _loops[loop]
-
-
-@atexit.register
-def _close() -> None:
-    for loop_readers in list(_loops.values()):
-        loop_readers.close()
+def _open_soon(
+    loop: asyncio.AbstractEventLoop, loop_readers: _LoopReaders, alias: str, database: BaseDatabaseWrapper
+) -> None:
+    """On a loop's second read, start opening the read connection to ``alias`` in the background."""
+    loop_readers.reads += 1
+    if loop_readers.reads < 2:
+        return
+    reader = loop_readers.readers[alias] = _Reader(database)  # busy while it opens
+    opening = loop.create_task(_open(loop_readers, alias, reader))
+    loop_readers.opening.add(opening)
+    opening.add_done_callback(loop_readers.opening.discard)
 
 
 def _readable(alias: str) -> BaseDatabaseWrapper | None:
@@ -180,18 +183,8 @@ def _readable(alias: str) -> BaseDatabaseWrapper | None:
     return database
 
 
-def _open_soon(loop_readers: _LoopReaders, alias: str, database: BaseDatabaseWrapper) -> None:
-    """Start opening the read connection to ``alias`` in the background (reads go to the store meanwhile)."""
-    import psycopg
-
-    reader = loop_readers.readers[alias] = _Reader(database, psycopg.Error)  # busy while it opens
-    opening = asyncio.get_running_loop().create_task(_open(loop_readers, alias, reader))
-    loop_readers.opening.add(opening)
-    opening.add_done_callback(loop_readers.opening.discard)
-
-
 async def _open(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None:
-    """Connect ``reader`` as Django connects its own; drop it if it cannot be."""
+    """Connect ``reader`` as Django connects its own; forget it if it cannot be."""
     import psycopg
 
     database = reader.database
@@ -208,22 +201,34 @@ async def _open(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None
         if timezone_name and reader.link.info.parameter_status("TimeZone") != timezone_name:
             await reader.link.execute(database.ops.set_time_zone_sql(), [timezone_name])
     except Exception as exc:  # unreachable, refused, misconfigured: the store's door answers (and words it)
-        reader.close()
-        _forget(loop_readers, alias, reader)
+        reader.busy = False
+        loop_readers.forget(alias, reader)
         if isinstance(exc, psycopg.InterfaceError):  # this loop cannot run it (Windows' proactor loop)
             _elsewhere.add(alias)
-        loop_readers.retry_at[alias] = time.monotonic() + RETRY_SECONDS
+        failures = loop_readers.failures[alias] = loop_readers.failures.get(alias, 0) + 1
+        loop_readers.retry_at[alias] = time.monotonic() + min(RETRY_SECONDS * 2 ** (failures - 1), 60.0)
         return
     except BaseException:  # cancelled: its loop is ending
-        reader.close()
-        _forget(loop_readers, alias, reader)
+        reader.busy = False
+        loop_readers.forget(alias, reader)
         raise
-    if loop_readers.readers.get(alias) is not reader:  # dropped while it opened (its database renamed)
-        reader.close()
-        return
     reader.busy = False
+    loop_readers.failures.pop(alias, None)
+    if loop_readers.readers.get(alias) is not reader:  # forgotten while it opened (its loop shut down)
+        reader.close()
 
 
-def _forget(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None:
-    if loop_readers.readers.get(alias) is reader:
-        del loop_readers.readers[alias]
+async def _keeper(loop: asyncio.AbstractEventLoop, loop_readers: _LoopReaders) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        loop_readers.close()
+        if _loops.get(loop) is loop_readers:
+            del _loops[loop]
+
+
+@atexit.register
+def _close() -> None:
+    for loop_readers in list(_loops.values()):
+        for reader in list(loop_readers.readers.values()):
+            reader.close()  # the process ends: busy or not
