@@ -185,6 +185,24 @@ async def test_a_connection_that_opens_after_its_loop_shut_down_is_closed():
     assert opened and opened[0].closed and not _loop_readers().readers
 
 
+async def test_an_open_cancelled_with_its_loop_forgets_its_reader():
+    never = asyncio.Event()
+
+    async def hanging_connect(*args, **kwargs):
+        await never.wait()
+
+    with mock.patch("psycopg.AsyncConnection.connect", side_effect=hanging_connect):
+        for _ in range(2):
+            assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+        (opening,) = _loop_readers().opening
+        await asyncio.sleep(0)  # it is connecting
+        assert _reader().busy
+        opening.cancel()  # as asyncio.run cancels what is left when its loop ends
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+    assert not _loop_readers().readers and "default" not in loop_read_pg._elsewhere
+
+
 def test_a_loop_made_for_one_call_never_opens_a_connection():
     task = _task()
 

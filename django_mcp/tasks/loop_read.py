@@ -25,10 +25,11 @@ from enum import Enum
 from typing import Any, Final, Literal, NamedTuple
 
 from django.db import connections, router
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabase
 
 from .models import Task
-from .rows import load_row, parse_id, read_plan
+from .rows import ReadPlan, load_row, parse_id, read_plan
 
 
 class _Answer(Enum):
@@ -78,11 +79,16 @@ def read_visible(
             return USE_STORE  # the store's threads know how to wait and retry
     finally:
         _lock.release()
+    return visible_row(reader.database, plan, found)
+
+
+def visible_row(database: BaseDatabaseWrapper, plan: ReadPlan, found: Any) -> Task | None | Literal[_Answer.USE_STORE]:
+    """The task a read on the loop ``found`` (a row of ``plan``, or None), or :data:`USE_STORE` if it expired."""
     if found is None:
         return None
-    task = load_row(reader.database, plan, found)
+    task = load_row(database, plan, found)
     if task.is_expired():
-        return USE_STORE  # the store deletes it: a write, which waits for the lock
+        return USE_STORE  # the store deletes it: a write
     return task
 
 

@@ -36,9 +36,9 @@ from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 
-from .loop_read import USE_STORE, _Answer
+from .loop_read import USE_STORE, _Answer, visible_row
 from .models import Task
-from .rows import load_row, parse_id, read_plan
+from .rows import parse_id, read_plan
 
 RETRY_SECONDS = 1.0
 """How long after a first failure to open a read connection the next attempt waits (doubling, up to 60 s)."""
@@ -132,12 +132,7 @@ async def read_visible(
         reader.busy = False
         if loop_readers.readers.get(alias) is not reader:  # forgotten meanwhile (its loop shut down)
             reader.close()
-    if found is None:
-        return None
-    task = load_row(reader.database, plan, found)
-    if task.is_expired():
-        return USE_STORE  # the store deletes it: a write
-    return task
+    return visible_row(reader.database, plan, found)
 
 
 async def _new_loop_readers(loop: asyncio.AbstractEventLoop) -> _LoopReaders:
