@@ -18,6 +18,7 @@ from django_mcp.models import Task
 from django_mcp.tasks import EXTENSION_ID, astart_task
 from django_mcp.tasks.models import TaskQuota
 from django_mcp.tasks.store import new_task_id
+from django_mcp.tasks.wire import DETAILED_FIELDS
 from tests.task_servers import EVENTS, small_server, stop_all_tasks
 from tests.wire import assert_wire, post, request_body
 
@@ -663,6 +664,13 @@ async def test_creation_inserts_every_field_as_the_orm_would(async_client):
     assert orm.arguments == {"text": "é\u2028", "n": [1, 2.5, None, True]} and orm.user_id == user.pk
 
 
+async def test_a_task_run_where_it_was_created_stores_no_request_metadata(async_client):
+    # Only a worker rebuilds the request from it (test_fleet.py): the creating process has the request.
+    handle = await create(async_client, "slow", {"seconds": 30})
+    task = await Task.objects.aget(pk=handle["taskId"])
+    assert (task.backend, task.request_meta, task.status) == ("", {}, "working")
+
+
 @pytest.mark.parametrize("returning", [True, False], ids=["update-returning", "orm-update-then-read"])
 async def test_finishing_writes_and_returns_the_task_as_the_orm_sees_it(async_client, monkeypatch, returning):
     # store.finish is one UPDATE … RETURNING built from the model (or, where UPDATE returns no rows,
@@ -679,9 +687,12 @@ async def test_finishing_writes_and_returns_the_task_as_the_orm_sees_it(async_cl
     orm = await Task.objects.aget(pk=handle["taskId"])
 
     def fields(task: Task) -> dict[str, Any]:
-        return {f.attname: getattr(task, f.attname) for f in Task._meta.concrete_fields}
+        deferred = task.get_deferred_fields()
+        return {f.attname: getattr(task, f.attname) for f in Task._meta.concrete_fields if f.attname not in deferred}
 
-    assert done is not None and fields(done) == fields(orm)
+    # What a finished task is published with comes back; the rest (arguments, answers …) stays deferred.
+    assert done is not None and fields(done) == {k: v for k, v in fields(orm).items() if k in fields(done)}
+    assert set(fields(done)) == {"id", "expires_at", "watched", *DETAILED_FIELDS}
     assert (orm.status, orm.status_message, orm.result, orm.input_requests) == ("completed", "done", result, {})
     assert orm.updated_at > orm.created_at
     assert await sync_to_async(store.finish)(handle["taskId"], "failed", error={"x": 1}) is None

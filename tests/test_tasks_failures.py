@@ -225,6 +225,7 @@ async def test_a_dead_owner_is_found_without_a_reader_and_pushed():
         poll_interval_ms=100,
         node="dead-process",
         lease_expires_at=timezone.now() - timedelta(seconds=1),
+        watched=True,  # a listen stream subscribed (it joined the group below)
     )
     layer = get_channel_layer()
     channel = await layer.new_channel()

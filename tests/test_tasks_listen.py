@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
+from unittest import mock
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from tests.task_servers import stop_all_tasks
 from tests.test_listen import Stream
@@ -130,3 +134,127 @@ async def test_a_stale_state_arriving_after_the_terminal_one_is_dropped(async_cl
     with pytest.raises(TimeoutError):  # neither the stale state nor a second copy of the cancellation
         await stream.frame(timeout=0.5)
     await stream.close()
+
+
+# -- publishing only what someone listens to ---------------------------------------------------
+
+
+class _Published:
+    """Records every ``group_send`` of the layer (then sends it), or holds them until released."""
+
+    def __init__(self, hold: bool = False) -> None:
+        from channels.layers import get_channel_layer
+
+        self.layer = get_channel_layer()
+        self.real_send = self.layer.group_send
+        self.groups: list[str] = []
+        self.reached, self.release = asyncio.Event(), asyncio.Event()
+        if not hold:
+            self.release.set()
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self.groups.append(group)
+        self.reached.set()
+        await self.release.wait()
+        await self.real_send(group, message)
+
+
+async def test_a_task_nobody_listens_to_is_never_published(async_client):
+    from django_mcp.tasks.models import Task
+    from django_mcp.tasks.runner import task_group
+
+    published = _Published()
+    with mock.patch.object(published.layer, "group_send", published.group_send):
+        task_id = (await create(async_client, "two_keys"))["taskId"]
+        await wait_for(async_client, task_id, "input_required")
+        await rpc(async_client, "tasks/cancel", {"taskId": task_id})
+        await wait_for(async_client, task_id, "cancelled")
+    assert task_group(task_id) not in published.groups
+    assert not (await Task.objects.aget(pk=task_id)).watched
+
+
+async def test_listening_marks_the_task_and_from_then_on_its_changes_are_published(async_client):
+    from django_mcp.tasks.models import Task
+    from django_mcp.tasks.runner import task_group
+
+    published = _Published()
+    with mock.patch.object(published.layer, "group_send", published.group_send):
+        task_id = (await create(async_client, "two_keys"))["taskId"]
+        await wait_for(async_client, task_id, "input_required")
+        assert published.groups == []  # input_required reached nobody: nobody listened yet
+        stream = await listen([task_id])
+        await stream.frame()
+        assert (await stream.frame())["params"]["status"] == "input_required"  # the snapshot has it
+        assert (await Task.objects.aget(pk=task_id)).watched
+        await rpc(async_client, "tasks/cancel", {"taskId": task_id})
+        while (await stream.frame(timeout=5))["params"]["status"] != "cancelled":
+            pass
+        await stream.close()
+    assert task_group(task_id) in published.groups
+
+
+async def test_a_change_after_the_mark_is_published_one_before_it_is_in_the_snapshot():
+    """The mark orders every change: made before it, the snapshot has it; made after it, its row says publish."""
+    from django_mcp.tasks import store
+    from django_mcp.tasks.models import Task, TaskStatus
+
+    owner = "sha256:watcher"
+    common = {
+        "tool": "t", "owner": owner, "scope": "s", "arguments": {}, "status_message": "", "ttl_ms": None,
+        "poll_interval_ms": 100, "max_tasks": 100, "max_tasks_per_owner": None, "node": "n", "lease_seconds": 30,
+    }  # fmt: skip
+    before = await sync_to_async(store.create)(**common)
+    after = await sync_to_async(store.create)(**common)
+    done_before = await sync_to_async(store.finish)(before.pk, TaskStatus.COMPLETED, result={"content": []})
+    assert done_before is not None and not done_before.watched  # nobody to tell
+    watched = await sync_to_async(store.watch_many)([str(before.pk), str(after.pk)], owner)
+    assert [(t.pk, t.status, t.watched) for t in watched] == [
+        (before.pk, TaskStatus.COMPLETED, True),  # what the snapshot reads: the change made before the mark
+        (after.pk, TaskStatus.WORKING, True),
+    ]
+    done_after = await sync_to_async(store.finish)(after.pk, TaskStatus.COMPLETED, result={"content": []})
+    assert done_after is not None and done_after.watched  # the row the change returns says: publish
+    assert await sync_to_async(store.watch_many)([str(after.pk)], "sha256:someone-else") == []
+    assert await Task.objects.filter(watched=True).acount() == 2
+
+
+async def test_a_row_loaded_without_the_mark_is_published():
+    """A task read narrowly (``watched`` deferred) cannot say nobody listens: published, never loaded in passing."""
+    from django_mcp.tasks import store
+    from django_mcp.tasks.models import Task
+    from django_mcp.tasks.runner import publish, task_group
+    from django_mcp.tasks.wire import DETAILED_FIELDS
+
+    task = await sync_to_async(store.create)(
+        tool="t", owner="o", scope="s", arguments={}, status_message="", ttl_ms=None, poll_interval_ms=100,
+        max_tasks=100, max_tasks_per_owner=None, node="n", lease_seconds=30,
+    )  # fmt: skip
+    narrow = await Task.objects.only(*DETAILED_FIELDS).aget(pk=task.pk)
+    published = _Published()
+    with mock.patch.object(published.layer, "group_send", published.group_send):
+        await publish(narrow)  # an access to the deferred field here would raise SynchronousOnlyOperation
+        await publish(task)  # loaded whole: not watched, skipped
+    assert published.groups == [task_group(str(task.pk))]
+
+
+async def test_a_finished_task_no_longer_runs_here_while_it_is_being_published(async_client):
+    """Its lease is not renewed (nor control delivered) once its outcome is stored, however slow the layer is."""
+    from django_mcp.tasks import McpTasks
+    from django_mcp.tasks.models import Task
+    from tests.task_servers import tasks_server
+
+    task_id = (await create(async_client, "two_keys"))["taskId"]
+    await wait_for(async_client, task_id, "input_required")
+    await Task.objects.filter(pk=task_id).aupdate(watched=True)
+    runner = next(p for p in tasks_server.extension_plugins if isinstance(p, McpTasks)).runner
+    assert runner.running_here(task_id)
+    published = _Published(hold=True)
+    with mock.patch.object(published.layer, "group_send", published.group_send):
+        await rpc(async_client, "tasks/cancel", {"taskId": task_id})
+        await wait_for(async_client, task_id, "cancelled")
+        await asyncio.wait_for(published.reached.wait(), 5)
+        deadline = asyncio.get_running_loop().time() + 5
+        while runner.running_here(task_id):
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.01)
+        published.release.set()

@@ -114,7 +114,7 @@ class TaskAdmin(admin.ModelAdmin):  # not subscriptable at run time
     _what_fields = ("id", "tool", "status_shown", "status_message")
     _whose_fields = ("who", "owner_kind", "owner")
     _when_fields = ("created", "updated", "expires_exactly", "lease_expires", "ttl_ms", "poll_interval_ms")
-    _running_fields = ("node", "cancel_requested")
+    _running_fields = ("node", "cancel_requested", "watched")
     _data_fields = (
         "pretty_arguments",
         "pretty_input_requests",

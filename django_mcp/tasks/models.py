@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -148,7 +147,8 @@ class Task(models.Model):
         default=dict,
         blank=True,
         help_text="What the body needs to run elsewhere: protocol version, client capabilities and info of the "
-        "tools/call that created the task (a worker process rebuilds the request from it).",
+        "tools/call that created the task (a worker process rebuilds the request from it). Empty when the web "
+        "process that created the task runs it.",
     )
     backend = models.CharField(
         max_length=64,
@@ -163,6 +163,13 @@ class Task(models.Model):
         blank=True,
         help_text="Until when the running process has claimed the task; a lapsed lease on a running task means "
         "that process stopped, and the task is failed.",
+    )
+    watched = models.BooleanField(
+        default=False,
+        db_default=False,
+        editable=False,
+        help_text="A listen stream subscribed to the task: its changes are published through the channel layer "
+        "(a task nobody ever listened to is only polled, and publishing its changes would reach nobody).",
     )
 
     objects = TaskQuerySet.as_manager()
@@ -197,7 +204,9 @@ def creator_fields(auth: Any, user: Any) -> dict[str, Any]:
     name nobody), then the authenticated session user. Nothing secret is returned: a principal that is not a
     user is recorded only as its kind.
     """
-    user_model = get_user_model()
+    # The model the ``user`` column holds (settings.AUTH_USER_MODEL when the models were loaded): an
+    # attribute of the field, where get_user_model() looks the setting and the app registry up each time.
+    user_model = Task._meta.get_field("user").related_model
     if auth is not None and not isinstance(auth, bool):
         if isinstance(auth, user_model) and auth.pk is not None:
             return {"user": auth, "owner_kind": OwnerKind.USER}

@@ -265,7 +265,7 @@ class McpTasks(ExtensionPlugin):
             raise missing_capability(_REQUIRED, f"taskIds needs the {EXTENSION_ID} extension on this request")
         ids = parse_params(TaskIdsFilter, "subscriptions/listen", dict(notifications)).taskIds
         owner = self.owner_of(request)
-        visible = [str(t.id) for t in await self.store.visible_many(ids, owner)]
+        visible = [str(t.id) for t in await self.store.watch_many(ids, owner)]
 
         async def snapshot() -> list[dict[str, Any]]:
             tasks = [await self._reap_if_orphaned(t) for t in await self.store.visible_many(visible, owner)]
@@ -391,7 +391,12 @@ class McpTasks(ExtensionPlugin):
                 max_tasks_per_owner=self.max_tasks_per_owner,
                 node="" if backend else self.runner.node,
                 lease_seconds=None if backend else settings.TASK_LEASE_SECONDS,
-                request_meta=request.meta.model_dump(by_alias=True, exclude_none=True, exclude={"progress_token"}),
+                # What a worker rebuilds the request from; a task run here has its request.
+                request_meta=(
+                    request.meta.model_dump(by_alias=True, exclude_none=True, exclude={"progress_token"})
+                    if backend
+                    else None
+                ),
                 backend=backend or "",
                 **creator_fields(request.auth, request.user),
             )

@@ -65,7 +65,13 @@ CONTROL_REJOIN_SECONDS = 3600.0
 
 
 async def publish(task: Task) -> None:
-    """Push the task's current state to every listen stream watching it, in every process."""
+    """Push the task's current state to every listen stream watching it, in every process.
+
+    ``task`` is the row as the change left it (read in or after the statement making the change): a
+    task no listen stream ever subscribed to (not ``watched``) has nobody to tell, and is skipped.
+    """
+    if "watched" not in task.get_deferred_fields() and not task.watched:
+        return
     final = task.status in TERMINAL  # a task's last state: its own worker's streams have it at once
     await abroadcast(task_group(str(task.id)), notification("notifications/tasks", detailed_task(task)), final=final)
 
@@ -303,11 +309,14 @@ class TaskRunner:
             if context.cancelled:  # cancelled before it started
                 work.cancel()
             try:
-                finished = await self._outcome(context, work)
+                try:
+                    finished = await self._outcome(context, work)
+                finally:
+                    # Its outcome is recorded: no lease to renew, no control to take, while it is published.
+                    self._running.pop(context.id, None)
                 if finished is not None:
                     await publish(finished)
             finally:
-                self._running.pop(context.id, None)
                 self._supervisors.pop(context.id, None)
                 # Only a run that used its thread has connections there; asking an unused context to
                 # close them would start a thread (and a joiner) per task just to find none.

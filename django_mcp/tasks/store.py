@@ -33,6 +33,7 @@ from . import loop_read_pg
 from .loop_read import USE_STORE, read_visible
 from .models import ACTIVE, TERMINAL, Task, TaskQuota, TaskStatus
 from .rows import load_row, parse_id, read_plan
+from .wire import DETAILED_FIELDS
 
 logger = logging.getLogger("django_mcp.tasks")
 
@@ -119,7 +120,7 @@ def _read(
     return None if row is None else load_row(conn, plan, row)
 
 
-_UPDATE_PLANS: dict[tuple[str, tuple[str, ...]], tuple[str, list[Any]]] = {}
+_UPDATE_PLANS: dict[tuple[str, tuple[str, ...], tuple[str, ...] | None], tuple[str, list[Any]]] = {}
 
 
 def _update_returns_rows(conn: Any) -> bool:
@@ -127,31 +128,33 @@ def _update_returns_rows(conn: Any) -> bool:
     return conn.vendor in ("postgresql", "sqlite") and bool(conn.features.can_return_columns_from_insert)
 
 
-def _update_active(pk: Any, **values: Any) -> Task | None:
+def _update_active(pk: Any, returning: tuple[str, ...] | None = None, **values: Any) -> Task | None:
     """``UPDATE task SET … WHERE id = %s AND status IN (active) RETURNING *``: the moved task, or None.
 
     A compare-and-set on the task's status and the re-read of its row in one statement (one round
     trip), its SQL built once from the model. Elsewhere (SQLite before 3.35, MySQL, MariaDB, whose
-    UPDATE returns no rows) the ORM's update, then a read.
+    UPDATE returns no rows) the ORM's update, then a read. ``returning``: the fields to load (as
+    :func:`read_plan`'s ``only``); the others load deferred.
     """
     alias = router.db_for_write(Task)
     conn = connections[alias]
     if not _update_returns_rows(conn):
         if not Task.objects.filter(pk=pk, status__in=ACTIVE).update(**values):
             return None
-        return _read(pk, after_write=True)
+        return _read(pk, after_write=True, only=returning)
     names = tuple(values)
-    plan = _UPDATE_PLANS.get((alias, names))
+    returned = read_plan(conn, False, returning)
+    plan = _UPDATE_PLANS.get((alias, names, returning))
     if plan is None:
         qn = conn.ops.quote_name
         by_name = {field.name: field for field in Task._meta.concrete_fields}
         fields = [by_name[name] for name in names]
         assignments = ", ".join(f"{qn(str(field.column))} = %s" for field in fields)
         pk_column, status_column = (qn(str(by_name[name].column)) for name in ("id", "status"))
-        plan = _UPDATE_PLANS[(alias, names)] = (
+        plan = _UPDATE_PLANS[(alias, names, returning)] = (
             f"UPDATE {qn(Task._meta.db_table)} SET {assignments} "  # noqa: S608 - names from the model
             f"WHERE {pk_column} = %s AND {status_column} IN ({', '.join(['%s'] * len(ACTIVE))}) "
-            f"RETURNING {read_plan(conn, False).columns}",
+            f"RETURNING {returned.columns}",
             fields,
         )
     sql, fields = plan
@@ -160,7 +163,7 @@ def _update_active(pk: Any, **values: Any) -> Task | None:
     with conn.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
-    return None if row is None else load_row(conn, read_plan(conn, False), row)
+    return None if row is None else load_row(conn, returned, row)
 
 
 def create(
@@ -374,6 +377,22 @@ def visible_many(task_ids: Iterable[Any], owner: str) -> list[Task]:
     return [found[pk] for pk in dict.fromkeys(pks) if pk in found]
 
 
+def watch_many(task_ids: Iterable[Any], owner: str) -> list[Task]:
+    """:func:`visible_many`, each task marked ``watched``: from this commit on, its changes are published.
+
+    Marked before the listen stream reads its snapshot: a change committed before the mark is in the
+    snapshot; one committed after it sees the mark (in the same statement or transaction that makes
+    the change, see :func:`django_mcp.tasks.runner.publish`) and is published.
+    """
+    tasks = visible_many(task_ids, owner)
+    unwatched = [task for task in tasks if not task.watched]
+    if unwatched:
+        Task.objects.filter(pk__in=[task.pk for task in unwatched]).update(watched=True)
+        for task in unwatched:
+            task.watched = True
+    return tasks
+
+
 def reload(task_id: Any) -> Task | None:
     pk = parse_id(task_id)
     return _read(pk) if pk is not None else None
@@ -450,16 +469,24 @@ def request_cancel(task_id: Any, owner: str | None) -> Task | None:
     return _first(tasks)
 
 
+_FINISHED_FIELDS = (*DETAILED_FIELDS, "watched")
+"""What a finished task is published with (``publish`` checks ``watched``)."""
+
+
 def finish(
     task_id: Any, status: str, *, result: Any = None, error: Any = None, message: str | None = None
 ) -> Task | None:
-    """Compare-and-set an active task to a terminal status. None if it was already terminal (or gone)."""
+    """Compare-and-set an active task to a terminal status. None if it was already terminal (or gone).
+
+    The task comes back with what its notification needs (the rest deferred): its arguments, answers
+    and request metadata, often the biggest columns, are not read back to be dropped.
+    """
     assert status in TERMINAL
     fields: dict[str, Any] = {"status": status, "updated_at": timezone.now()}
     fields.update(result=result, error=error, input_requests={})
     if message is not None:
         fields["status_message"] = message
-    return _update_active(task_id, **fields)
+    return _update_active(task_id, _FINISHED_FIELDS, **fields)
 
 
 def renew_leases(task_ids: list[str], lease_seconds: float) -> tuple[list[str], list[str], list[str]]:
@@ -628,6 +655,7 @@ class TaskStore:
         self.create = self._door(create)
         self._visible_in_pool = self._door(visible, writes=False)  # deletes a task it finds expired: rarely
         self.visible_many = self._door(visible_many, writes=False)
+        self.watch_many = self._door(watch_many)
         self.reload = self._door(reload, writes=False)
         self.set_status_message = self._door(set_status_message)
         self.park = self._door(park)
