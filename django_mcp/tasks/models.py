@@ -206,7 +206,7 @@ def creator_fields(auth: Any, user: Any) -> dict[str, Any]:
     """
     # The model the ``user`` column holds (settings.AUTH_USER_MODEL when the models were loaded): an
     # attribute of the field, where get_user_model() looks the setting and the app registry up each time.
-    user_model = Task._meta.get_field("user").related_model
+    user_model: Any = Task._meta.get_field("user").related_model
     if auth is not None and not isinstance(auth, bool):
         if isinstance(auth, user_model) and auth.pk is not None:
             return {"user": auth, "owner_kind": OwnerKind.USER}
