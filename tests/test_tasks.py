@@ -692,7 +692,7 @@ async def test_finishing_writes_and_returns_the_task_as_the_orm_sees_it(async_cl
 
     # What a finished task is published with comes back; the rest (arguments, answers …) stays deferred.
     assert done is not None and fields(done) == {k: v for k, v in fields(orm).items() if k in fields(done)}
-    assert set(fields(done)) == {"id", "expires_at", "watched", *DETAILED_FIELDS}
+    assert set(fields(done)) == {"id", "expires_at", "watched", "tool", *DETAILED_FIELDS}
     assert (orm.status, orm.status_message, orm.result, orm.input_requests) == ("completed", "done", result, {})
     assert orm.updated_at > orm.created_at
     assert await sync_to_async(store.finish)(handle["taskId"], "failed", error={"x": 1}) is None

@@ -92,7 +92,7 @@ async def test_a_result_that_is_not_json_completes_with_is_error(async_client):
     assert done["status"] == "completed"
     assert done["result"]["isError"] is True
     assert "not JSON" in done["result"]["content"][0]["text"]
-    for _ in range(200):  # the supervisor lets go right after its final write is published
+    for _ in range(200):  # the supervisor lets go once its final write is stored
         if not PLUGIN.runner.running_here(task_id):
             break
         await asyncio.sleep(0.01)

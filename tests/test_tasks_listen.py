@@ -10,13 +10,14 @@ from unittest import mock
 import pytest
 from asgiref.sync import sync_to_async
 
-from tests.task_servers import stop_all_tasks
+from tests.task_servers import stop_all_tasks, tasks_server
 from tests.test_listen import Stream
 from tests.test_tasks import CLIENT, EXT, create, get, rpc, wait_for
 from tests.wire import assert_wire, post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SUB = "io.modelcontextprotocol/subscriptionId"
+PLUGIN = tasks_server.extension_plugins[0]
 TASKS_SCHEMA = "tasks-2026-07-28.schema.json"
 
 
@@ -159,6 +160,12 @@ class _Published:
         await self.real_send(group, message)
 
 
+async def _supervisor_done(task_id: str) -> None:
+    supervisor = PLUGIN.runner._supervisors.get(task_id)
+    if supervisor is not None:
+        await asyncio.wait_for(asyncio.shield(supervisor), 5)
+
+
 async def test_a_task_nobody_listens_to_is_never_published(async_client):
     from django_mcp.tasks.models import Task
     from django_mcp.tasks.runner import task_group
@@ -169,6 +176,7 @@ async def test_a_task_nobody_listens_to_is_never_published(async_client):
         await wait_for(async_client, task_id, "input_required")
         await rpc(async_client, "tasks/cancel", {"taskId": task_id})
         await wait_for(async_client, task_id, "cancelled")
+        await _supervisor_done(task_id)  # its final publish (or not) happens within the patch
     assert task_group(task_id) not in published.groups
     assert not (await Task.objects.aget(pk=task_id)).watched
 
@@ -239,22 +247,53 @@ async def test_a_row_loaded_without_the_mark_is_published():
 
 async def test_a_finished_task_no_longer_runs_here_while_it_is_being_published(async_client):
     """Its lease is not renewed (nor control delivered) once its outcome is stored, however slow the layer is."""
-    from django_mcp.tasks import McpTasks
     from django_mcp.tasks.models import Task
-    from tests.task_servers import tasks_server
 
     task_id = (await create(async_client, "two_keys"))["taskId"]
     await wait_for(async_client, task_id, "input_required")
     await Task.objects.filter(pk=task_id).aupdate(watched=True)
-    runner = next(p for p in tasks_server.extension_plugins if isinstance(p, McpTasks)).runner
+    runner = PLUGIN.runner
     assert runner.running_here(task_id)
     published = _Published(hold=True)
     with mock.patch.object(published.layer, "group_send", published.group_send):
-        await rpc(async_client, "tasks/cancel", {"taskId": task_id})
-        await wait_for(async_client, task_id, "cancelled")
-        await asyncio.wait_for(published.reached.wait(), 5)
-        deadline = asyncio.get_running_loop().time() + 5
-        while runner.running_here(task_id):
-            assert asyncio.get_running_loop().time() < deadline
-            await asyncio.sleep(0.01)
-        published.release.set()
+        try:
+            await rpc(async_client, "tasks/cancel", {"taskId": task_id})
+            await wait_for(async_client, task_id, "cancelled")
+            await asyncio.wait_for(published.reached.wait(), 5)
+            deadline = asyncio.get_running_loop().time() + 5
+            while runner.running_here(task_id):
+                assert asyncio.get_running_loop().time() < deadline
+                await asyncio.sleep(0.01)
+        finally:
+            published.release.set()
+
+
+async def _finish_elsewhere(task_id: str) -> None:
+    """What another process does when the task ends: the compare-and-set, then its publish."""
+    from django_mcp.tasks.runner import publish
+
+    done = await PLUGIN.store.finish(task_id, "cancelled", message="Cancelled elsewhere")
+    assert done is not None
+    await publish(done)
+
+
+@pytest.mark.parametrize("when", ["after the mark", "after the snapshot"])
+async def test_a_task_ending_while_a_stream_subscribes_reaches_it(async_client, when):
+    """Ended between the mark and the snapshot: the snapshot has it. Ended after the snapshot: it is pushed."""
+    task_id = (await create(async_client, "slow", {"seconds": 30}))["taskId"]
+    door = "watch_many" if when == "after the mark" else "visible_many"  # the snapshot reads with visible_many
+    real = getattr(PLUGIN.store, door)
+
+    async def then_finish(*args: Any) -> Any:
+        read = await real(*args)
+        await _finish_elsewhere(task_id)
+        return read
+
+    with mock.patch.object(PLUGIN.store, door, then_finish):
+        stream = await listen([task_id])
+        await stream.frame()  # the acknowledgement
+        statuses = [(await stream.frame(timeout=5))["params"]["status"]]
+        while statuses[-1] != "cancelled":
+            statuses.append((await stream.frame(timeout=5))["params"]["status"])
+    assert statuses == (["cancelled"] if when == "after the mark" else ["working", "cancelled"])
+    await stream.close()

@@ -387,7 +387,7 @@ def watch_many(task_ids: Iterable[Any], owner: str) -> list[Task]:
     tasks = visible_many(task_ids, owner)
     unwatched = [task for task in tasks if not task.watched]
     if unwatched:
-        Task.objects.filter(pk__in=[task.pk for task in unwatched]).update(watched=True)
+        Task.objects.filter(pk__in=[task.pk for task in unwatched], watched=False).update(watched=True)
         for task in unwatched:
             task.watched = True
     return tasks
@@ -469,8 +469,8 @@ def request_cancel(task_id: Any, owner: str | None) -> Task | None:
     return _first(tasks)
 
 
-_FINISHED_FIELDS = (*DETAILED_FIELDS, "watched")
-"""What a finished task is published with (``publish`` checks ``watched``)."""
+_FINISHED_FIELDS = (*DETAILED_FIELDS, "watched", "tool")
+"""What a finished task is published with (``publish`` checks ``watched``), and its ``str()``."""
 
 
 def finish(
@@ -530,7 +530,7 @@ def reap_lapsed(running: Iterable[str], error: dict[str, Any], limit: int = 500)
         )
         if moved:
             reaped.append(pk)
-    return list(Task.objects.filter(pk__in=reaped))
+    return list(Task.objects.using(_database()).filter(pk__in=reaped))  # as written: a replica may lag
 
 
 def fail_stale_queued(timeout_seconds: float, error: dict[str, Any], limit: int = 500) -> list[Task]:
@@ -556,7 +556,7 @@ def fail_stale_queued(timeout_seconds: float, error: dict[str, Any], limit: int 
         )
         if moved:
             failed.append(pk)
-    return list(Task.objects.filter(pk__in=failed))
+    return list(Task.objects.using(_database()).filter(pk__in=failed))  # as written: a replica may lag
 
 
 def set_job(task_id: Any, job_id: str) -> None:
@@ -619,7 +619,7 @@ def fail_if_owner_gone(task: Task, error: dict[str, Any]) -> Task:
     Task.objects.filter(pk=task.pk, status__in=ACTIVE, lease_expires_at__lte=now).update(
         status=TaskStatus.FAILED, error=error, status_message=error["message"], input_requests={}, updated_at=now
     )
-    return _first(Task.objects.filter(pk=task.pk)) or task
+    return _first(Task.objects.using(_database()).filter(pk=task.pk)) or task  # as written: a replica may lag
 
 
 def sweep_expired(now: datetime | None = None) -> int:
