@@ -340,3 +340,58 @@ def test_each_loop_reads_on_its_own_connection():
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
     assert all(link.closed for link in links)
+
+
+# -- a task's final compare-and-set from the loop -----------------------------------------------
+
+
+async def test_finish_is_sent_from_the_loop_and_returns_what_the_store_would():
+    task = await sync_to_async(_task)(status="working", arguments={"n": 1})
+    await _opened()
+    result = {"content": [{"type": "text", "text": "ünïcode"}], "structuredContent": {"n": [1, None]}}
+    with mock.patch.object(PLUGIN.store, "_finish_in_pool", side_effect=AssertionError("went to the pool")):
+        done = await PLUGIN.store.finish(task.id, "completed", result=result, message="Done")
+        again = await PLUGIN.store.finish(task.id, "cancelled")  # a compare-and-set: already terminal
+    assert again is None
+    orm = await Task.objects.aget(pk=task.id)
+    assert (orm.status, orm.status_message, orm.result, orm.input_requests) == ("completed", "Done", result, {})
+    assert done is not None and done._state.db == "default"
+    loaded = {f.attname for f in Task._meta.concrete_fields} - done.get_deferred_fields()
+    assert {name: getattr(done, name) for name in loaded} == {name: getattr(orm, name) for name in loaded}
+    assert "arguments" in done.get_deferred_fields() and {"watched", "result", "updated_at"} <= loaded
+
+
+async def test_finish_goes_to_the_pool_while_the_connection_is_busy_or_failing():
+    tasks = [await sync_to_async(_task)(status="working") for _ in range(3)]
+    reader = await _opened()
+    with mock.patch.object(PLUGIN.store, "_finish_in_pool", wraps=PLUGIN.store._finish_in_pool) as pool:
+        reader.busy = True  # a tasks/get of this loop is reading
+        try:
+            assert (await PLUGIN.store.finish(tasks[0].id, "completed")).status == "completed"
+        finally:
+            reader.busy = False
+        reader.link.pgconn.finish()  # the server went away
+        assert (await PLUGIN.store.finish(tasks[1].id, "failed", error={"code": 1})).status == "failed"
+        assert "default" not in _loop_readers().readers  # dropped; a later read opens another
+    assert [call.args[0] for call in pool.await_args_list] == [tasks[0].id, tasks[1].id]
+    assert [t.status async for t in Task.objects.filter(pk__in=[t.id for t in tasks[:2]]).order_by("status")] == [
+        "completed",
+        "failed",
+    ]
+    assert (await Task.objects.aget(pk=tasks[2].id)).status == "working"
+
+
+async def test_a_task_run_here_is_finished_from_the_loop():
+    """The runner's final write takes the loop's connection when it is free (no thread, no pool checkout)."""
+    from django.test import AsyncClient
+
+    from tests.test_tasks import create
+
+    await _opened()
+    with mock.patch.object(PLUGIN.store, "_finish_in_pool", side_effect=AssertionError("went to the pool")):
+        task_id = (await create(AsyncClient(), "quick", {"text": "loop"}))["taskId"]
+        supervisor = PLUGIN.runner._supervisors.get(task_id)
+        if supervisor is not None:  # (no tasks/get meanwhile: it would hold the connection)
+            await asyncio.wait_for(asyncio.shield(supervisor), 5)
+    done = await Task.objects.aget(pk=task_id)
+    assert done.status == "completed" and done.result["content"][0]["text"] == "task:loop"

@@ -1,4 +1,4 @@
-"""``tasks/get``'s read of a PostgreSQL database on the event loop, over psycopg's async connection.
+"""``tasks/get``'s read of a PostgreSQL database (and a task's end) on the event loop, over psycopg's async connection.
 
 Through the store's door a read by primary key costs a thread hop each way and a pooled
 connection's checkout around the query's round trip: ~300 µs on the bench machine, against ~70 µs
@@ -9,6 +9,11 @@ busy or failing connection, an expired task (whose deletion is a write) or anoth
 :data:`~.loop_read.USE_STORE`: the caller goes through the store's door as before. Besides the
 task's ``SELECT`` it sends only the time zone Django also sets on its own connections: nothing on
 its session outlives it on a PgBouncer server connection shared in transaction mode.
+
+A task's final compare-and-set (``store.finish``, the runner's last write) goes the same way when the
+connection is free, through :func:`update_active`: the task's end is then written, and reaches its own
+worker's listen streams, without a thread's wake-up and a pool checkout (a busy or failing connection
+leaves it to the store, whose compare-and-set finds a task this one did end no longer active).
 
 The connection is the one Django would open (its parameters, type adapters, time zone and column
 converters), one per database per event loop; needs psycopg 3. A database with ``assume_role``, or a
@@ -37,8 +42,8 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 
 from .loop_read import USE_STORE, _Answer, visible_row
-from .models import Task
-from .rows import parse_id, read_plan
+from .models import ACTIVE, Task
+from .rows import load_row, parse_id, read_plan
 
 RETRY_SECONDS = 1.0
 """How long after a first failure to open a read connection the next attempt waits (doubling, up to 60 s)."""
@@ -98,9 +103,45 @@ async def read_visible(
     pk = parse_id(task_id)
     if pk is None:
         return None
-    alias = router.db_for_read(Task)
-    if alias in _elsewhere:
+    taken = await _take(router.db_for_read(Task))
+    if taken is None:
         return USE_STORE
+    database = taken[2].database
+    plan = read_plan(database, True, only)
+    params = (Task._meta.pk.get_db_prep_value(pk, database), owner)
+    found = await _execute(*taken, plan.sql, params)
+    return found if found is USE_STORE else visible_row(database, plan, found)
+
+
+async def update_active(
+    pk: Any, returning: tuple[str, ...] | None, values: dict[str, Any]
+) -> Task | None | Literal[_Answer.USE_STORE]:
+    """The store's compare-and-set of an active task (``store._update_active``) sent from the loop.
+
+    Autocommit: the statement's own commit (durable, as the store's) ends it. :data:`USE_STORE` when the
+    connection is busy, opening or failing: the caller runs it in the store, where a statement that did
+    commit before its connection failed finds the task no longer active (None), as a retry there would.
+    A cancelled statement is cancelled on the server: the task stays active until its lease lapses.
+    """
+    from .store import update_plan
+
+    taken = await _take(router.db_for_write(Task))
+    if taken is None:
+        return USE_STORE
+    database = taken[2].database
+    sql, fields, plan = update_plan(database, tuple(values), returning)
+    params = [field.get_db_prep_save(values[field.name], database) for field in fields]
+    params += [Task._meta.pk.get_db_prep_value(pk, database), *(status.value for status in ACTIVE)]
+    found = await _execute(*taken, sql, params)
+    if found is USE_STORE or found is None:
+        return found
+    return load_row(database, plan, found)
+
+
+async def _take(alias: str) -> tuple[_LoopReaders, str, _Reader] | None:
+    """This loop's idle connection to ``alias``, or None (busy, opening, failing: never wait for it)."""
+    if alias in _elsewhere:
+        return None
     loop = asyncio.get_running_loop()
     loop_readers = _loops.get(loop)
     reader = None if loop_readers is None else loop_readers.readers.get(alias)
@@ -109,18 +150,21 @@ async def read_visible(
             database = _readable(alias)
             if database is not None:
                 _open_soon(loop, loop_readers or await _new_loop_readers(loop), alias, database)
-        return USE_STORE
+        return None
     assert loop_readers is not None  # the reader is one of them
-    if reader.busy:  # another request of this loop is reading (or it is opening): never wait
-        return USE_STORE
+    if reader.busy:  # another request of this loop is using it (or it is opening): never wait
+        return None
     if reader.database.settings_dict["NAME"] != reader.name:
         loop_readers.forget(alias, reader)
-        return USE_STORE
-    plan = read_plan(reader.database, True, only)
-    params = (Task._meta.pk.get_db_prep_value(pk, reader.database), owner)
+        return None
+    return loop_readers, alias, reader
+
+
+async def _execute(loop_readers: _LoopReaders, alias: str, reader: _Reader, sql: str, params: Any) -> Any:
+    """The one row ``sql`` answers (or None), or :data:`USE_STORE` if the connection failed."""
     reader.busy = True
     try:
-        found = await (await reader.link.execute(plan.sql, params)).fetchone()
+        return await (await reader.link.execute(sql, params)).fetchone()
     except reader.database.Database.Error:  # type: ignore[attr-defined]  # the wrapper's psycopg
         loop_readers.forget(alias, reader)  # failing: opened again by a later read; the store's threads retry
         return USE_STORE
@@ -132,7 +176,6 @@ async def read_visible(
         reader.busy = False
         if loop_readers.readers.get(alias) is not reader:  # forgotten meanwhile (its loop shut down)
             reader.close()
-    return visible_row(reader.database, plan, found)
 
 
 async def _new_loop_readers(loop: asyncio.AbstractEventLoop) -> _LoopReaders:

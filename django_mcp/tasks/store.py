@@ -25,6 +25,7 @@ from functools import partial, wraps
 from typing import Any, ParamSpec, TypeVar
 
 from django.db import DatabaseError, IntegrityError, close_old_connections, connections, router, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Count, F, QuerySet
 from django.db.models.functions import Greatest
 from django.utils import timezone
@@ -32,7 +33,7 @@ from django.utils import timezone
 from . import loop_read_pg
 from .loop_read import USE_STORE, read_visible
 from .models import ACTIVE, TERMINAL, Task, TaskQuota, TaskStatus
-from .rows import load_row, parse_id, read_plan
+from .rows import ReadPlan, load_row, parse_id, read_plan
 from .wire import DETAILED_FIELDS
 
 logger = logging.getLogger("django_mcp.tasks")
@@ -128,6 +129,30 @@ def _update_returns_rows(conn: Any) -> bool:
     return conn.vendor in ("postgresql", "sqlite") and bool(conn.features.can_return_columns_from_insert)
 
 
+def update_plan(
+    conn: BaseDatabaseWrapper, names: tuple[str, ...], returning: tuple[str, ...] | None
+) -> tuple[str, list[Any], ReadPlan]:
+    """``_update_active``'s SQL setting ``names``, the fields of its parameters and its ``RETURNING``'s plan.
+
+    Built once per database from the model (also for ``loop_read_pg``'s compare-and-set from the loop).
+    """
+    returned = read_plan(conn, False, returning)
+    plan = _UPDATE_PLANS.get((conn.alias, names, returning))
+    if plan is None:
+        qn = conn.ops.quote_name
+        by_name = {field.name: field for field in Task._meta.concrete_fields}
+        fields = [by_name[name] for name in names]
+        assignments = ", ".join(f"{qn(str(field.column))} = %s" for field in fields)
+        pk_column, status_column = (qn(str(by_name[name].column)) for name in ("id", "status"))
+        plan = _UPDATE_PLANS[(conn.alias, names, returning)] = (
+            f"UPDATE {qn(Task._meta.db_table)} SET {assignments} "  # noqa: S608 - names from the model
+            f"WHERE {pk_column} = %s AND {status_column} IN ({', '.join(['%s'] * len(ACTIVE))}) "
+            f"RETURNING {returned.columns}",
+            fields,
+        )
+    return plan[0], plan[1], returned
+
+
 def _update_active(pk: Any, returning: tuple[str, ...] | None = None, **values: Any) -> Task | None:
     """``UPDATE task SET … WHERE id = %s AND status IN (active) RETURNING *``: the moved task, or None.
 
@@ -142,22 +167,7 @@ def _update_active(pk: Any, returning: tuple[str, ...] | None = None, **values: 
         if not Task.objects.filter(pk=pk, status__in=ACTIVE).update(**values):
             return None
         return _read(pk, after_write=True, only=returning)
-    names = tuple(values)
-    returned = read_plan(conn, False, returning)
-    plan = _UPDATE_PLANS.get((alias, names, returning))
-    if plan is None:
-        qn = conn.ops.quote_name
-        by_name = {field.name: field for field in Task._meta.concrete_fields}
-        fields = [by_name[name] for name in names]
-        assignments = ", ".join(f"{qn(str(field.column))} = %s" for field in fields)
-        pk_column, status_column = (qn(str(by_name[name].column)) for name in ("id", "status"))
-        plan = _UPDATE_PLANS[(alias, names, returning)] = (
-            f"UPDATE {qn(Task._meta.db_table)} SET {assignments} "  # noqa: S608 - names from the model
-            f"WHERE {pk_column} = %s AND {status_column} IN ({', '.join(['%s'] * len(ACTIVE))}) "
-            f"RETURNING {returned.columns}",
-            fields,
-        )
-    sql, fields = plan
+    sql, fields, returned = update_plan(conn, tuple(values), returning)
     params = [field.get_db_prep_save(values[field.name], conn) for field in fields]
     params += [Task._meta.pk.get_db_prep_value(pk, conn), *(status.value for status in ACTIVE)]
     with conn.cursor() as cursor:
@@ -481,12 +491,17 @@ def finish(
     The task comes back with what its notification needs (the rest deferred): its arguments, answers
     and request metadata, often the biggest columns, are not read back to be dropped.
     """
+    return _update_active(task_id, _FINISHED_FIELDS, **_finished(status, result, error, message))
+
+
+def _finished(status: str, result: Any, error: Any, message: str | None) -> dict[str, Any]:
+    """The values :func:`finish` sets."""
     assert status in TERMINAL
     fields: dict[str, Any] = {"status": status, "updated_at": timezone.now()}
     fields.update(result=result, error=error, input_requests={})
     if message is not None:
         fields["status_message"] = message
-    return _update_active(task_id, _FINISHED_FIELDS, **fields)
+    return fields
 
 
 def renew_leases(task_ids: list[str], lease_seconds: float) -> tuple[list[str], list[str], list[str]]:
@@ -662,7 +677,7 @@ class TaskStore:
         self.answer = self._door(answer)
         self.take_answers = self._door(take_answers)
         self.request_cancel = self._door(request_cancel)
-        self.finish = self._door(finish)
+        self._finish_in_pool = self._door(finish)
         self.renew_leases = self._door(renew_leases)
         self.reap_lapsed = self._door(reap_lapsed)
         self.fail_if_owner_gone = self._door(fail_if_owner_gone)
@@ -681,6 +696,18 @@ class TaskStore:
         if task is USE_STORE:
             return await self._visible_in_pool(task_id, owner, only)
         return task
+
+    async def finish(
+        self, task_id: Any, status: str, *, result: Any = None, error: Any = None, message: str | None = None
+    ) -> Task | None:
+        """:func:`finish`, from the event loop on PostgreSQL when the loop's connection is free (``loop_read_pg``)."""
+        pk = parse_id(task_id)
+        if pk is not None:
+            values = _finished(status, result, error, message)
+            task = await loop_read_pg.update_active(pk, _FINISHED_FIELDS, values)
+            if task is not USE_STORE:
+                return task
+        return await self._finish_in_pool(task_id, status, result=result, error=error, message=message)
 
     def _door(self, fn: Callable[P, R], *, writes: bool = True) -> Callable[P, Coroutine[Any, Any, R]]:
         # Straight to the pool: these functions need no context variables and no thread-sensitive
