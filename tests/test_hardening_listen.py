@@ -519,6 +519,35 @@ async def test_process_fanout_a_final_message_reaches_its_own_loops_streams_befo
         await stream.close()
 
 
+async def test_process_fanout_a_final_message_is_taken_by_its_own_loops_streams_before_the_layer_sends_it(
+    async_client, process_fanout
+):
+    from django_mcp.server.listen import Fanout
+    from tests.servers import content_tools
+
+    layer = get_channel_layer()
+    group = content_tools.channel_group
+    stream = await listen(async_client, {"toolsListChanged": True}, id="first", path="/mcp-content/")
+    await stream.frame()
+    (listening,) = Fanout.of(layer).groups[group].streams
+    for _ in range(300):  # until it waits on its queue (past its snapshot and setup)
+        if listening._queue._getters:  # type: ignore[attr-defined]
+            break
+        await asyncio.sleep(0.01)
+    real_send, queued_at_send = layer.group_send, []
+
+    async def recording(group_name: str, message: dict[str, Any]) -> None:
+        queued_at_send.append(listening._queue.qsize())
+        await real_send(group_name, message)
+
+    changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    with mock.patch.object(layer, "group_send", recording):
+        await abroadcast(group, changed, final=True)
+    assert queued_at_send == [0]  # its stream had it off its queue (and written) before the layer's turn
+    assert (await stream.frame(timeout=3))["method"] == "notifications/tools/list_changed"
+    await stream.close()
+
+
 async def test_process_fanout_a_final_message_waits_for_the_loops_earlier_message_still_on_its_way(
     async_client, process_fanout
 ):

@@ -199,6 +199,10 @@ async def abroadcast(group: str, message: dict[str, Any], *, final: bool = False
             hook(layer, group, envelope)
         except Exception:  # the layer's way still works: a failing hook must not cost the publish
             logger.exception("A publish hook failed")
+    if final:
+        # The hooks may have handed it to this loop's own streams: let them write it before the
+        # layer's client packs and sends the publish (a turn of the loop; their client waits).
+        await asyncio.sleep(0)
     try:
         async with asyncio.timeout(get_settings().LISTEN_LAYER_TIMEOUT_SECONDS):
             await layer.group_send(group, envelope)
