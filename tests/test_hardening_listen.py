@@ -534,6 +534,8 @@ async def test_process_fanout_a_final_message_is_taken_by_its_own_loops_streams_
         if listening._queue._getters:  # type: ignore[attr-defined]
             break
         await asyncio.sleep(0.01)
+    else:
+        pytest.fail("the stream never waited on its queue")
     real_send, queued_at_send = layer.group_send, []
 
     async def recording(group_name: str, message: dict[str, Any]) -> None:
@@ -543,8 +545,17 @@ async def test_process_fanout_a_final_message_is_taken_by_its_own_loops_streams_
     changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
     with mock.patch.object(layer, "group_send", recording):
         await abroadcast(group, changed, final=True)
-    assert queued_at_send == [0]  # its stream had it off its queue (and written) before the layer's turn
+    assert queued_at_send == [0]  # its stream had taken it off its queue before the layer's turn
     assert (await stream.frame(timeout=3))["method"] == "notifications/tools/list_changed"
+    # Cancelled while its streams take it, the publisher still publishes (other processes need it), then stops.
+    queued_at_send.clear()
+    with mock.patch.object(layer, "group_send", recording):
+        publishing = asyncio.ensure_future(abroadcast(group, changed, final=True))
+        await asyncio.sleep(0)  # it handed the message to the stream and yields
+        publishing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await publishing
+    assert queued_at_send == [0]
     await stream.close()
 
 

@@ -395,3 +395,50 @@ async def test_a_task_run_here_is_finished_from_the_loop():
             await asyncio.wait_for(asyncio.shield(supervisor), 5)
     done = await Task.objects.aget(pk=task_id)
     assert done.status == "completed" and done.result["content"][0]["text"] == "task:loop"
+
+
+async def test_a_connection_idle_too_long_is_replaced_before_its_next_use():
+    """The network may have dropped it silently: a statement on it could wait for the kernel to give up."""
+    task = await sync_to_async(_task)()
+    reader = await _opened()
+    reader.used_at -= loop_read_pg.IDLE_SECONDS + 1
+    assert await read_visible(str(task.id), OWNER) is USE_STORE  # to the store meanwhile
+    assert reader.link.closed and "default" not in _loop_readers().readers
+    assert (await _opened()).link is not reader.link
+    fresh = await read_visible(str(task.id), OWNER)
+    assert isinstance(fresh, Task) and fresh.id == task.id
+
+
+async def test_a_statement_the_server_refuses_leaves_the_connection_in_use():
+    reader = await _opened()
+    taken = await loop_read_pg._take("default")
+    assert taken is not None
+    assert await loop_read_pg._execute(*taken, "SELECT 1 / %s", (0,)) is USE_STORE  # division by zero
+    assert _reader() is reader and not reader.link.closed and not reader.busy
+    assert await loop_read_pg._execute(*taken, "SELECT %s::int + 1", (1,)) == (2,)
+
+
+async def test_a_finish_cancelled_mid_statement_still_ends_the_task():
+    """As in a store thread, the statement runs to its end; only its caller stops waiting."""
+    task = await sync_to_async(_task)(status="working")
+    await _opened()
+    started, release = asyncio.Event(), asyncio.Event()
+    real = loop_read_pg._execute
+
+    async def held(*args):
+        started.set()
+        await release.wait()
+        return await real(*args)
+
+    with mock.patch.object(loop_read_pg, "_execute", held):
+        finishing = asyncio.ensure_future(PLUGIN.store.finish(task.id, "completed", result={"content": []}))
+        await started.wait()
+        finishing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await finishing
+        release.set()
+        for _ in range(200):
+            if (await Task.objects.aget(pk=task.id)).status == "completed":
+                break
+            await asyncio.sleep(0.01)
+    assert (await Task.objects.aget(pk=task.id)).status == "completed"

@@ -449,21 +449,22 @@ class Fanout:
         return hub
 
     @classmethod
-    def before_publish(cls, layer: Any, group: str, envelope: dict[str, Any]) -> None:
-        """Hand a group's final message to this loop's streams of it at once, or tag a message it waits for."""
+    def before_publish(cls, layer: Any, group: str, envelope: dict[str, Any]) -> bool:
+        """Hand a group's final message to this loop's streams of it at once (True), or tag a message it waits for."""
         hub = cls._hubs.get(asyncio.get_running_loop())  # abroadcast's loop
         entry = hub.groups.get(group) if hub is not None and hub.layer is layer else None
         if hub is None or entry is None:
-            return  # no stream of this loop is in the group: the layer's order is all there is
+            return False  # no stream of this loop is in the group: the layer's order is all there is
         hub._give_up_lost()
         if envelope.get("final") and not hub._on_the_way:
             for stream in list(entry.streams):
                 stream.on_layer_message(envelope)
-            return
+            return bool(entry.streams)
         hub._published += 1
         tag = envelope["echo"] = f"{hub.origin}.{hub._published}"
         # Given up on after the layer's timeout: a lost message only delays local delivery that long.
         hub._on_the_way[tag] = time.monotonic() + get_settings().LISTEN_LAYER_TIMEOUT_SECONDS
+        return False
 
     def _give_up_lost(self) -> None:
         # Oldest first (insertion order): what never comes back (its stream left meanwhile, its

@@ -40,7 +40,7 @@ _background: set[asyncio.Task[None]] = set()
 
 FailureListener = Callable[[str, BaseException], None]
 _failure_listeners: list[FailureListener] = []
-PublishHook = Callable[[Any, str, dict[str, Any]], None]
+PublishHook = Callable[[Any, str, dict[str, Any]], bool]  # True: it handed the message to this loop's streams
 _publish_hooks: list[PublishHook] = []
 
 REPEAT_WINDOW_SECONDS = 60.0
@@ -153,6 +153,8 @@ def on_publish_failure(listener: FailureListener) -> None:
 def on_publish(hook: PublishHook) -> None:
     """Call ``hook(layer, group, envelope)`` on the publishing loop before each publish goes to the layer.
 
+    The hook answers whether it handed the message to streams of this loop.
+
     The listen streams' hook (``listen.py``) hands a group's final message to the loop's own streams
     at once when it may (see :func:`abroadcast`'s ``final``), and tags the loop's other messages so
     that it knows when they came back.
@@ -194,15 +196,21 @@ async def abroadcast(group: str, message: dict[str, Any], *, final: bool = False
     envelope: dict[str, Any] = {"type": MESSAGE_TYPE, "message": message, "group": group}
     if final:
         envelope["final"] = True
+    delivered = False
     for hook in _publish_hooks:
         try:
-            hook(layer, group, envelope)
+            delivered = hook(layer, group, envelope) or delivered
         except Exception:  # the layer's way still works: a failing hook must not cost the publish
             logger.exception("A publish hook failed")
-    if final:
-        # The hooks may have handed it to this loop's own streams: let them write it before the
-        # layer's client packs and sends the publish (a turn of the loop; their client waits).
-        await asyncio.sleep(0)
+    cancelled = False
+    if delivered:
+        # This loop's own streams have it: let them write it before the layer's client packs and
+        # sends the publish (a turn of the loop; their clients wait). Cancelled meanwhile, it is
+        # still published (the other processes' streams need it), then the cancellation goes on.
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            cancelled = True
     try:
         async with asyncio.timeout(get_settings().LISTEN_LAYER_TIMEOUT_SECONDS):
             await layer.group_send(group, envelope)
@@ -222,9 +230,11 @@ async def abroadcast(group: str, message: dict[str, Any], *, final: bool = False
                 listener(group, exc)
             except Exception:  # a listener must not turn a logged failure into a raised one
                 logger.exception("A publish-failure listener failed")
-        return
-    if throttle.failing("publish"):
-        throttle.recovered(logger, "publish", "Publishing through the channel layer works again")
+    else:
+        if throttle.failing("publish"):
+            throttle.recovered(logger, "publish", "Publishing through the channel layer works again")
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 def _describe(exc: BaseException) -> str:

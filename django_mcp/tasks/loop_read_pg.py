@@ -10,6 +10,9 @@ busy or failing connection, an expired task (whose deletion is a write) or anoth
 task's ``SELECT`` it sends only the time zone Django also sets on its own connections: nothing on
 its session outlives it on a PgBouncer server connection shared in transaction mode.
 
+A connection unused for :data:`IDLE_SECONDS` is replaced before its next use (that use goes to the
+store): the network may have dropped it silently.
+
 A task's final compare-and-set (``store.finish``, the runner's last write) goes the same way when the
 connection is free, through :func:`update_active`: the task's end is then written, and reaches its own
 worker's listen streams, without a thread's wake-up and a pool checkout (a busy or failing connection
@@ -48,17 +51,22 @@ from .rows import load_row, parse_id, read_plan
 RETRY_SECONDS = 1.0
 """How long after a first failure to open a read connection the next attempt waits (doubling, up to 60 s)."""
 
+IDLE_SECONDS = 30.0
+"""A connection left unused this long is replaced rather than used: a firewall or load balancer may have
+dropped it without a word, and a statement on it would wait for the kernel to give up on the socket."""
+
 
 class _Reader:
     """A database's read connection on one loop; ``link`` is None while it opens, ``busy`` while it is used."""
 
-    __slots__ = ("busy", "database", "link", "name")
+    __slots__ = ("busy", "database", "link", "name", "used_at")
 
     def __init__(self, database: BaseDatabaseWrapper) -> None:
         self.database = database  # for its settings and converters: never connected
         self.name = database.settings_dict["NAME"]  # the test runner renames the database
         self.link: Any = None  # psycopg.AsyncConnection (psycopg is an optional dependency)
         self.busy = True
+        self.used_at = time.monotonic()
 
     def close(self) -> None:
         if self.link is not None:
@@ -121,7 +129,6 @@ async def update_active(
     Autocommit: the statement's own commit (durable, as the store's) ends it. :data:`USE_STORE` when the
     connection is busy, opening or failing: the caller runs it in the store, where a statement that did
     commit before its connection failed finds the task no longer active (None), as a retry there would.
-    A cancelled statement is cancelled on the server: the task stays active until its lease lapses.
     """
     from .store import update_plan
 
@@ -132,7 +139,9 @@ async def update_active(
     sql, fields, plan = update_plan(database, tuple(values), returning)
     params = [field.get_db_prep_save(values[field.name], database) for field in fields]
     params += [Task._meta.pk.get_db_prep_value(pk, database), *(status.value for status in ACTIVE)]
-    found = await _execute(*taken, sql, params)
+    # Shielded: a supervisor cancelled meanwhile (its loop ending) leaves the statement to finish, as a
+    # store thread would; the task's outcome is then recorded, only not published.
+    found = await asyncio.shield(_execute(*taken, sql, params))
     if found is USE_STORE or found is None:
         return found
     return load_row(database, plan, found)
@@ -154,8 +163,8 @@ async def _take(alias: str) -> tuple[_LoopReaders, str, _Reader] | None:
     assert loop_readers is not None  # the reader is one of them
     if reader.busy:  # another request of this loop is using it (or it is opening): never wait
         return None
-    if reader.database.settings_dict["NAME"] != reader.name:
-        loop_readers.forget(alias, reader)
+    if reader.database.settings_dict["NAME"] != reader.name or time.monotonic() - reader.used_at > IDLE_SECONDS:
+        loop_readers.forget(alias, reader)  # renamed, or idle too long: the next use opens another
         return None
     return loop_readers, alias, reader
 
@@ -166,14 +175,16 @@ async def _execute(loop_readers: _LoopReaders, alias: str, reader: _Reader, sql:
     try:
         return await (await reader.link.execute(sql, params)).fetchone()
     except reader.database.Database.Error:  # type: ignore[attr-defined]  # the wrapper's psycopg
-        loop_readers.forget(alias, reader)  # failing: opened again by a later read; the store's threads retry
-        return USE_STORE
+        if reader.link.broken or reader.link.closed:
+            loop_readers.forget(alias, reader)  # failing: opened again by a later use; the store's threads retry
+        return USE_STORE  # (a statement the server refused: the store's threads raise it as Django words it)
     except BaseException:
         # Cancelled mid-query (psycopg has cancelled it on the server): a new connection is the known state.
         loop_readers.forget(alias, reader)
         raise
     finally:
         reader.busy = False
+        reader.used_at = time.monotonic()
         if loop_readers.readers.get(alias) is not reader:  # forgotten meanwhile (its loop shut down)
             reader.close()
 
@@ -251,6 +262,7 @@ async def _open(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None
         loop_readers.forget(alias, reader)
         raise
     reader.busy = False
+    reader.used_at = time.monotonic()
     loop_readers.failures.pop(alias, None)
     if loop_readers.readers.get(alias) is not reader:  # forgotten while it opened (its loop shut down)
         reader.close()

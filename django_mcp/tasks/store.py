@@ -3,7 +3,8 @@
 The functions here are plain sync ORM code. :class:`TaskStore` runs them for
 async callers in a small thread pool of its own (one per plugin), recycling
 connections around each call (background tasks have no request to do it for
-them).
+them). On a loop's own connection instead, when it is free: ``tasks/get``'s read
+(``loop_read``, ``loop_read_pg``) and, on PostgreSQL, a task's final write.
 
 Everything here happens on the database the router writes ``Task`` to (``default`` without
 routers): its transactions, its raw SQL and the cap counters (``TaskQuota`` rows go where the tasks
