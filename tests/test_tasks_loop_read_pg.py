@@ -48,7 +48,8 @@ def _loop_readers() -> loop_read_pg._LoopReaders:
 
 
 def _reader() -> loop_read_pg._Reader:
-    return _loop_readers().readers["default"]
+    (reader,) = _loop_readers().readers["default"]  # one: a second opens only while the first is busy
+    return reader
 
 
 async def _opened() -> loop_read_pg._Reader:
@@ -125,6 +126,40 @@ async def test_a_busy_connection_is_not_waited_for_and_both_reads_are_answered()
         found = await asyncio.gather(*(PLUGIN.store.visible(str(t.id), OWNER) for t in tasks))
     assert [t.status_message for t in found] == ["0", "1"]
     pool.assert_awaited_once_with(str(tasks[1].id), OWNER, None)  # the first was still reading
+
+
+async def test_while_every_connection_is_in_use_another_opens_up_to_the_setting(settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 2}
+    task = await sync_to_async(_task)()
+    first = await _opened()
+    first.busy = True  # a request of this loop is reading
+    try:
+        assert await read_visible(str(task.id), OWNER) is USE_STORE  # never waits; opens a second meanwhile
+        assert await read_visible(str(task.id), OWNER) is USE_STORE  # one opening at a time
+        assert len(_loop_readers().opening) == 1
+        await asyncio.gather(*_loop_readers().opening)
+        second = _loop_readers().readers["default"][1]
+        with mock.patch.object(PLUGIN.store, "_visible_in_pool", side_effect=AssertionError("went to the pool")):
+            found = await PLUGIN.store.visible(str(task.id), OWNER)
+        assert found is not None and found.id == task.id and second.link is not first.link
+        second.busy = True
+        try:
+            assert await read_visible(str(task.id), OWNER) is USE_STORE  # both in use, and two is the most
+            assert not _loop_readers().opening and len(_loop_readers().readers["default"]) == 2
+        finally:
+            second.busy = False
+    finally:
+        first.busy = False
+    assert isinstance(await read_visible(str(task.id), OWNER), Task)
+
+
+async def test_no_loop_connection_with_the_setting_at_zero(settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 0}
+    task = await sync_to_async(_task)()
+    for _ in range(3):
+        assert await read_visible(str(task.id), OWNER) is USE_STORE
+    assert await PLUGIN.store.visible(str(task.id), OWNER) is not None  # the store answers
+    assert not loop_read_pg._loops.get(asyncio.get_running_loop(), loop_read_pg._LoopReaders()).readers
 
 
 async def test_a_failing_connection_is_dropped_and_opened_again():
@@ -288,9 +323,8 @@ async def test_a_renamed_database_gets_a_connection_of_its_own():
     first = reader.link
     with mock.patch.dict(reader.database.settings_dict, {"NAME": "no_such_database_here"}):
         with mock.patch.object(connections, "create_connection", return_value=_wrapper(NAME="no_such_database_here")):
-            assert await read_visible(str(task.id), OWNER) is USE_STORE
-            assert first.closed and not _loop_readers().readers
-            assert await read_visible(str(task.id), OWNER) is USE_STORE  # opens one there
+            assert await read_visible(str(task.id), OWNER) is USE_STORE  # closes it, opens one there
+            assert first.closed and [reader.link for reader in _loop_readers().readers["default"]] == [None]
             await asyncio.gather(*_loop_readers().opening)  # no such database: refused
     assert not _loop_readers().readers
     _loop_readers().retry_at.clear()
@@ -372,7 +406,7 @@ async def test_finish_goes_to_the_pool_while_the_connection_is_busy_or_failing()
             reader.busy = False
         reader.link.pgconn.finish()  # the server went away
         assert (await PLUGIN.store.finish(tasks[1].id, "failed", error={"code": 1})).status == "failed"
-        assert "default" not in _loop_readers().readers  # dropped; a later read opens another
+        assert reader not in _loop_readers().readers.get("default", [])  # dropped; a later use opens another
     assert [call.args[0] for call in pool.await_args_list] == [tasks[0].id, tasks[1].id]
     assert [t.status async for t in Task.objects.filter(pk__in=[t.id for t in tasks[:2]]).order_by("status")] == [
         "completed",
@@ -403,10 +437,25 @@ async def test_a_connection_idle_too_long_is_replaced_before_its_next_use():
     reader = await _opened()
     reader.used_at -= loop_read_pg.IDLE_SECONDS + 1
     assert await read_visible(str(task.id), OWNER) is USE_STORE  # to the store meanwhile
-    assert reader.link.closed and "default" not in _loop_readers().readers
+    assert reader.link.closed and reader not in _loop_readers().readers.get("default", [])
     assert (await _opened()).link is not reader.link
     fresh = await read_visible(str(task.id), OWNER)
     assert isinstance(fresh, Task) and fresh.id == task.id
+
+
+async def test_a_connection_a_burst_left_idle_is_closed():
+    task = await sync_to_async(_task)()
+    first = await _opened()
+    first.busy = True
+    try:
+        assert await read_visible(str(task.id), OWNER) is USE_STORE  # opens a second
+        await asyncio.gather(*_loop_readers().opening)
+    finally:
+        first.busy = False
+    first_link, second = first.link, _loop_readers().readers["default"][1]
+    second.used_at -= loop_read_pg.IDLE_SECONDS + 1  # the first served every read since
+    assert isinstance(await read_visible(str(task.id), OWNER), Task)  # on the first
+    assert second.link.closed and _reader() is first and not first_link.closed
 
 
 async def test_a_statement_the_server_refuses_leaves_the_connection_in_use():

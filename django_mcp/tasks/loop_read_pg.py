@@ -3,10 +3,10 @@
 Through the store's door a read by primary key costs a thread hop each way and a pooled
 connection's checkout around the query's round trip: ~300 µs on the bench machine, against ~70 µs
 for the round trip alone. So :func:`read_visible` sends the query from the loop itself, on a
-connection of its own, and on SQLite's rules (``loop_read``): used by one request at a time (a
-request that finds it busy does not wait), in autocommit (each read sees the latest commit), and a
-busy or failing connection, an expired task (whose deletion is a write) or another backend answer
-:data:`~.loop_read.USE_STORE`: the caller goes through the store's door as before. Besides the
+connection of its own, and on SQLite's rules (``loop_read``): each connection used by one request at
+a time (a request that finds them all busy does not wait), in autocommit (each read sees the latest
+commit), and busy or failing connections, an expired task (whose deletion is a write) or another
+backend answer :data:`~.loop_read.USE_STORE`: the caller goes through the store's door as before. Besides the
 task's ``SELECT`` it sends only the time zone Django also sets on its own connections: nothing on
 its session outlives it on a PgBouncer server connection shared in transaction mode.
 
@@ -19,12 +19,14 @@ worker's listen streams, without a thread's wake-up and a pool checkout (a busy 
 leaves it to the store, whose compare-and-set finds a task this one did end no longer active).
 
 The connection is the one Django would open (its parameters, type adapters, time zone and column
-converters), one per database per event loop; needs psycopg 3. A database with ``assume_role``, or a
+converters), up to ``TASK_LOOP_CONNECTIONS`` per database per event loop: a further one opens, in the
+background, while every one is in use (at c=16 a single connection left most reads to the store; four
+gave ``tasks/get`` +11 % req/s in the bench). Needs psycopg 3. A database with ``assume_role``, or a
 project with ``connection_created`` receivers (``django.contrib.postgres`` has one), is left to the
 store: they set up Django's own connections, which this one would bypass.
 
-No request waits for it to open: a loop's second read opens it in the background (a loop made for
-one call, as ``async_to_sync`` makes under WSGI, never does), reads go through the store meanwhile,
+No request waits for one to open: a loop's second read opens the first in the background (a loop
+made for one call, as ``async_to_sync`` makes under WSGI, never does), reads go through the store meanwhile,
 and after a failure to open the next attempt waits :data:`RETRY_SECONDS`, twice as long after each
 further failure (up to a minute). The connection belongs to its loop and is closed with it: when the
 loop shuts down its async generators (``asyncio.run``, uvicorn, asgiref's ``async_to_sync``,
@@ -44,6 +46,7 @@ from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 
+from .conf import get_tasks_settings
 from .loop_read import USE_STORE, _Answer, visible_row
 from .models import ACTIVE, Task
 from .rows import load_row, parse_id, read_plan
@@ -77,7 +80,7 @@ class _LoopReaders:
     """One loop's readers, closed with the loop (see the module's docstring)."""
 
     def __init__(self) -> None:
-        self.readers: dict[str, _Reader] = {}
+        self.readers: dict[str, list[_Reader]] = {}
         self.reads = 0  # before the first connection opens: a loop made for one call never opens one
         self.opening: set[asyncio.Task[None]] = set()
         self.failures: dict[str, int] = {}
@@ -86,14 +89,22 @@ class _LoopReaders:
 
     def forget(self, alias: str, reader: _Reader) -> None:
         """Stop handing ``reader`` out and close it, unless it is in use: its user closes it when done."""
-        if self.readers.get(alias) is reader:
-            del self.readers[alias]
+        readers = self.readers.get(alias, [])
+        if reader in readers:
+            readers.remove(reader)
+            if not readers:
+                del self.readers[alias]
         if not reader.busy:
             reader.close()
 
+    def holds(self, alias: str, reader: _Reader) -> bool:
+        """Whether ``reader`` is still handed out (not forgotten)."""
+        return reader in self.readers.get(alias, ())
+
     def close(self) -> None:
-        for alias, reader in list(self.readers.items()):
-            self.forget(alias, reader)
+        for alias, readers in list(self.readers.items()):
+            for reader in list(readers):
+                self.forget(alias, reader)
 
 
 # Not weakly keyed: a loop's async generators hold its finalizer hook, so the keeper keeps it alive.
@@ -148,25 +159,39 @@ async def update_active(
 
 
 async def _take(alias: str) -> tuple[_LoopReaders, str, _Reader] | None:
-    """This loop's idle connection to ``alias``, or None (busy, opening, failing: never wait for it)."""
+    """One of this loop's idle connections to ``alias``, or None (all busy, opening or failing: never wait).
+
+    When every connection is in use, none is opening and there are fewer than ``TASK_LOOP_CONNECTIONS``,
+    another opens in the background for the requests after this one.
+    """
     if alias in _elsewhere:
         return None
     loop = asyncio.get_running_loop()
     loop_readers = _loops.get(loop)
-    reader = None if loop_readers is None else loop_readers.readers.get(alias)
-    if reader is None:
-        if loop_readers is None or time.monotonic() >= loop_readers.retry_at.get(alias, 0.0):
-            database = _readable(alias)
-            if database is not None:
-                _open_soon(loop, loop_readers or await _new_loop_readers(loop), alias, database)
-        return None
-    assert loop_readers is not None  # the reader is one of them
-    if reader.busy:  # another request of this loop is using it (or it is opening): never wait
-        return None
-    if reader.database.settings_dict["NAME"] != reader.name or time.monotonic() - reader.used_at > IDLE_SECONDS:
-        loop_readers.forget(alias, reader)  # renamed, or idle too long: the next use opens another
-        return None
-    return loop_readers, alias, reader
+    readers = () if loop_readers is None else loop_readers.readers.get(alias, ())
+    now = time.monotonic()
+    free = None
+    for reader in tuple(readers):
+        if reader.busy:  # another request of this loop is using it (or it is opening)
+            continue
+        assert loop_readers is not None  # the reader is one of them
+        if reader.database.settings_dict["NAME"] != reader.name or now - reader.used_at > IDLE_SECONDS:
+            loop_readers.forget(alias, reader)  # renamed, or idle too long (also one a burst left): closed
+        elif free is None:
+            free = reader
+    if free is not None:
+        assert loop_readers is not None
+        return loop_readers, alias, free
+    opening = any(reader.link is None for reader in readers)  # one at a time
+    if (
+        not opening
+        and len(readers) < get_tasks_settings().TASK_LOOP_CONNECTIONS
+        and (loop_readers is None or now >= loop_readers.retry_at.get(alias, 0.0))
+    ):
+        database = _readable(alias)
+        if database is not None:
+            _open_soon(loop, loop_readers or await _new_loop_readers(loop), alias, database)
+    return None
 
 
 async def _execute(loop_readers: _LoopReaders, alias: str, reader: _Reader, sql: str, params: Any) -> Any:
@@ -185,7 +210,7 @@ async def _execute(loop_readers: _LoopReaders, alias: str, reader: _Reader, sql:
     finally:
         reader.busy = False
         reader.used_at = time.monotonic()
-        if loop_readers.readers.get(alias) is not reader:  # forgotten meanwhile (its loop shut down)
+        if not loop_readers.holds(alias, reader):  # forgotten meanwhile (its loop shut down)
             reader.close()
 
 
@@ -204,11 +229,12 @@ async def _new_loop_readers(loop: asyncio.AbstractEventLoop) -> _LoopReaders:
 def _open_soon(
     loop: asyncio.AbstractEventLoop, loop_readers: _LoopReaders, alias: str, database: BaseDatabaseWrapper
 ) -> None:
-    """On a loop's second read, start opening the read connection to ``alias`` in the background."""
+    """From a loop's second read on, start opening a read connection to ``alias`` in the background."""
     loop_readers.reads += 1
     if loop_readers.reads < 2:
         return
-    reader = loop_readers.readers[alias] = _Reader(database)  # busy while it opens
+    reader = _Reader(database)  # busy while it opens
+    loop_readers.readers.setdefault(alias, []).append(reader)
     opening = loop.create_task(_open(loop_readers, alias, reader))
     loop_readers.opening.add(opening)
     opening.add_done_callback(loop_readers.opening.discard)
@@ -264,7 +290,7 @@ async def _open(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None
     reader.busy = False
     reader.used_at = time.monotonic()
     loop_readers.failures.pop(alias, None)
-    if loop_readers.readers.get(alias) is not reader:  # forgotten while it opened (its loop shut down)
+    if not loop_readers.holds(alias, reader):  # forgotten while it opened (its loop shut down)
         reader.close()
 
 
@@ -280,5 +306,6 @@ async def _keeper(loop: asyncio.AbstractEventLoop, loop_readers: _LoopReaders) -
 @atexit.register
 def _close() -> None:
     for loop_readers in list(_loops.values()):
-        for reader in list(loop_readers.readers.values()):
-            reader.close()  # the process ends: busy or not
+        for readers in list(loop_readers.readers.values()):
+            for reader in readers:
+                reader.close()  # the process ends: busy or not
