@@ -18,6 +18,7 @@ from django.db.backends.signals import connection_created
 from django.utils import timezone
 
 from django_mcp.models import Task
+from django_mcp.server.notify import throttle
 from django_mcp.tasks import loop_read_pg, store
 from django_mcp.tasks.loop_read import USE_STORE
 from django_mcp.tasks.loop_read_pg import read_visible
@@ -129,27 +130,27 @@ async def test_a_busy_connection_is_not_waited_for_and_both_reads_are_answered()
 
 
 async def test_while_every_connection_is_in_use_another_opens_up_to_the_setting(settings):
-    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 2}
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 3}
     task = await sync_to_async(_task)()
-    first = await _opened()
-    first.busy = True  # a request of this loop is reading
+    readers = [await _opened()]
     try:
-        assert await read_visible(str(task.id), OWNER) is USE_STORE  # never waits; opens a second meanwhile
-        assert await read_visible(str(task.id), OWNER) is USE_STORE  # one opening at a time
-        assert len(_loop_readers().opening) == 1
-        await asyncio.gather(*_loop_readers().opening)
-        second = _loop_readers().readers["default"][1]
-        with mock.patch.object(PLUGIN.store, "_visible_in_pool", side_effect=AssertionError("went to the pool")):
-            found = await PLUGIN.store.visible(str(task.id), OWNER)
-        assert found is not None and found.id == task.id and second.link is not first.link
-        second.busy = True
-        try:
-            assert await read_visible(str(task.id), OWNER) is USE_STORE  # both in use, and two is the most
-            assert not _loop_readers().opening and len(_loop_readers().readers["default"]) == 2
-        finally:
-            second.busy = False
+        for _ in range(2):
+            readers[-1].busy = True  # a request of this loop is reading on each one so far
+            assert await read_visible(str(task.id), OWNER) is USE_STORE  # never waits; opens another meanwhile
+            assert await read_visible(str(task.id), OWNER) is USE_STORE  # one opening at a time
+            assert len(_loop_readers().opening) == 1
+            await asyncio.gather(*_loop_readers().opening)
+            readers.append(_loop_readers().readers["default"][-1])
+            with mock.patch.object(PLUGIN.store, "_visible_in_pool", side_effect=AssertionError("to the pool")):
+                found = await PLUGIN.store.visible(str(task.id), OWNER)  # on the new one
+            assert found is not None and found.id == task.id and not readers[-1].busy
+        assert len({id(reader.link) for reader in readers}) == 3
+        readers[-1].busy = True
+        assert await read_visible(str(task.id), OWNER) is USE_STORE  # all in use, and three is the most
+        assert not _loop_readers().opening and len(_loop_readers().readers["default"]) == 3
     finally:
-        first.busy = False
+        for reader in readers:
+            reader.busy = False
     assert isinstance(await read_visible(str(task.id), OWNER), Task)
 
 
@@ -160,6 +161,37 @@ async def test_no_loop_connection_with_the_setting_at_zero(settings):
         assert await read_visible(str(task.id), OWNER) is USE_STORE
     assert await PLUGIN.store.visible(str(task.id), OWNER) is not None  # the store answers
     assert not loop_read_pg._loops.get(asyncio.get_running_loop(), loop_read_pg._LoopReaders()).readers
+
+
+async def test_lowering_the_setting_closes_the_connections_beyond_it(settings):
+    task = await sync_to_async(_task)()
+    first = await _opened()
+    first.busy = True
+    try:
+        assert await read_visible(str(task.id), OWNER) is USE_STORE  # opens a second
+        await asyncio.gather(*_loop_readers().opening)
+    finally:
+        first.busy = False
+    second = _loop_readers().readers["default"][1]
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
+    assert isinstance(await read_visible(str(task.id), OWNER), Task)  # on the first
+    assert second.link.closed and _reader() is first
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 0}
+    assert await read_visible(str(task.id), OWNER) is USE_STORE  # not handed out any more
+    assert not first.link.closed  # (closed with its loop, or once it has been idle too long)
+
+
+async def test_a_final_write_takes_its_connection_before_its_shielded_statement_starts():
+    """The shield starts the statement a turn of the loop later: no read may be handed the connection meanwhile."""
+    tasks = [await sync_to_async(_task)(status="working") for _ in range(2)]
+    reader = await _opened()
+    with mock.patch.object(PLUGIN.store, "_visible_in_pool", wraps=PLUGIN.store._visible_in_pool) as pool:
+        finished, read = await asyncio.gather(
+            PLUGIN.store.finish(tasks[0].id, "completed"), PLUGIN.store.visible(str(tasks[1].id), OWNER)
+        )
+    assert finished.status == "completed" and read is not None and read.id == tasks[1].id
+    pool.assert_awaited_once()  # the read found the only connection taken
+    assert _loop_readers().readers["default"][0] is reader and not reader.busy
 
 
 async def test_a_failing_connection_is_dropped_and_opened_again():
@@ -250,12 +282,17 @@ def test_a_loop_made_for_one_call_never_opens_a_connection():
     assert not loop_read_pg._loops  # nothing left behind either
 
 
-async def test_a_database_that_cannot_be_reached_is_left_to_the_store_and_tried_again_a_second_later():
+async def test_a_database_that_cannot_be_reached_is_left_to_the_store_and_tried_again_a_second_later(caplog):
+    throttle.reset()
     with mock.patch.object(connections, "create_connection", return_value=_wrapper(PORT="1")) as create:
         for _ in range(2):
             assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
         await asyncio.gather(*_loop_readers().opening)
         assert not _loop_readers().readers  # refused: forgotten
+        (logged,) = [r for r in caplog.records if r.name == "django_mcp.tasks"]
+        assert (
+            logged.levelname == "WARNING" and "Could not open an event loop connection to 'default'" in logged.message
+        )
         assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
         assert create.call_count == 2  # not tried again at once
         _loop_readers().retry_at["default"] -= loop_read_pg.RETRY_SECONDS
@@ -265,6 +302,10 @@ async def test_a_database_that_cannot_be_reached_is_left_to_the_store_and_tried_
         wait = _loop_readers().retry_at["default"] - time.monotonic()
         assert loop_read_pg.RETRY_SECONDS < wait <= 2 * loop_read_pg.RETRY_SECONDS  # twice as long
     assert "default" not in loop_read_pg._elsewhere
+    assert len([r for r in caplog.records if r.name == "django_mcp.tasks"]) == 1  # the repeat is held back
+    _loop_readers().retry_at.clear()
+    await _opened()
+    assert "Event loop connection to 'default' opened (after 2 failure(s))" in caplog.records[-1].message
 
 
 async def test_a_loop_psycopg_cannot_run_on_leaves_every_read_to_the_store():

@@ -17,8 +17,8 @@ class TasksSettings(BaseModel):
     TASK_FINAL_WRITE_RETRY_SECONDS: float = Field(default=60.0, ge=0)
     TASK_STORE_THREADS: int = Field(default=4, ge=1, le=64)
     TASK_LOOP_CONNECTIONS: int = Field(default=4, ge=0, le=64)
-    """PostgreSQL: how many connections of its own each event loop opens for reads and final writes
-    that would otherwise take a thread hop and a pool checkout; 0: none (every query through the store)."""
+    """PostgreSQL: how many connections of its own each event loop opens (as needed, per database alias)
+    for reads and final writes that would otherwise take a thread hop and a pool checkout; 0: none."""
     TASK_QUEUED_TIMEOUT_SECONDS: float | None = Field(default=600.0, gt=0)
     """A task queued for a worker fleet (``task_backend``) that no worker started within this long is
     failed ("No worker started the task"); None: never."""

@@ -10,8 +10,9 @@ backend answer :data:`~.loop_read.USE_STORE`: the caller goes through the store'
 task's ``SELECT`` it sends only the time zone Django also sets on its own connections: nothing on
 its session outlives it on a PgBouncer server connection shared in transaction mode.
 
-A connection unused for :data:`IDLE_SECONDS` is replaced before its next use (that use goes to the
-store): the network may have dropped it silently.
+A connection unused for :data:`IDLE_SECONDS` is closed at the next read or final write of its loop
+(the network may have dropped it silently; that one goes to another free connection, or to the store),
+so the connections a burst opened stay open until then.
 
 A task's final compare-and-set (``store.finish``, the runner's last write) goes the same way when the
 connection is free, through :func:`update_active`: the task's end is then written, and reaches its own
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import time
 from collections.abc import AsyncGenerator
 from typing import Any, Literal
@@ -46,10 +48,13 @@ from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 
+from ..server.notify import throttle
 from .conf import get_tasks_settings
 from .loop_read import USE_STORE, _Answer, visible_row
 from .models import ACTIVE, Task
 from .rows import load_row, parse_id, read_plan
+
+logger = logging.getLogger("django_mcp.tasks")
 
 RETRY_SECONDS = 1.0
 """How long after a first failure to open a read connection the next attempt waits (doubling, up to 60 s)."""
@@ -62,13 +67,13 @@ dropped it without a word, and a statement on it would wait for the kernel to gi
 class _Reader:
     """A database's read connection on one loop; ``link`` is None while it opens, ``busy`` while it is used."""
 
-    __slots__ = ("busy", "database", "link", "name", "used_at")
+    __slots__ = ("busy", "database", "link", "name", "opening", "used_at")
 
     def __init__(self, database: BaseDatabaseWrapper) -> None:
         self.database = database  # for its settings and converters: never connected
         self.name = database.settings_dict["NAME"]  # the test runner renames the database
         self.link: Any = None  # psycopg.AsyncConnection (psycopg is an optional dependency)
-        self.busy = True
+        self.busy = self.opening = True
         self.used_at = time.monotonic()
 
     def close(self) -> None:
@@ -151,7 +156,9 @@ async def update_active(
     params = [field.get_db_prep_save(values[field.name], database) for field in fields]
     params += [Task._meta.pk.get_db_prep_value(pk, database), *(status.value for status in ACTIVE)]
     # Shielded: a supervisor cancelled meanwhile (its loop ending) leaves the statement to finish, as a
-    # store thread would; the task's outcome is then recorded, only not published.
+    # store thread would; the task's outcome is then recorded, only not published. The shield runs it
+    # as a task of its own, from the next turn of the loop: taken now, so no request is handed it meanwhile.
+    taken[2].busy = True
     found = await asyncio.shield(_execute(*taken, sql, params))
     if found is USE_STORE or found is None:
         return found
@@ -164,30 +171,31 @@ async def _take(alias: str) -> tuple[_LoopReaders, str, _Reader] | None:
     When every connection is in use, none is opening and there are fewer than ``TASK_LOOP_CONNECTIONS``,
     another opens in the background for the requests after this one.
     """
-    if alias in _elsewhere:
+    limit = get_tasks_settings().TASK_LOOP_CONNECTIONS
+    if alias in _elsewhere or not limit:
         return None
     loop = asyncio.get_running_loop()
     loop_readers = _loops.get(loop)
     readers = () if loop_readers is None else loop_readers.readers.get(alias, ())
     now = time.monotonic()
-    free = None
+    free, kept = None, 0
     for reader in tuple(readers):
         if reader.busy:  # another request of this loop is using it (or it is opening)
+            kept += 1
             continue
         assert loop_readers is not None  # the reader is one of them
         if reader.database.settings_dict["NAME"] != reader.name or now - reader.used_at > IDLE_SECONDS:
             loop_readers.forget(alias, reader)  # renamed, or idle too long (also one a burst left): closed
-        elif free is None:
-            free = reader
+        elif kept >= limit:
+            loop_readers.forget(alias, reader)  # the setting was lowered
+        else:
+            kept += 1
+            free = free or reader
     if free is not None:
         assert loop_readers is not None
         return loop_readers, alias, free
-    opening = any(reader.link is None for reader in readers)  # one at a time
-    if (
-        not opening
-        and len(readers) < get_tasks_settings().TASK_LOOP_CONNECTIONS
-        and (loop_readers is None or now >= loop_readers.retry_at.get(alias, 0.0))
-    ):
+    opening = any(reader.opening for reader in readers)  # one at a time
+    if not opening and len(readers) < limit and (loop_readers is None or now >= loop_readers.retry_at.get(alias, 0.0)):
         database = _readable(alias)
         if database is not None:
             _open_soon(loop, loop_readers or await _new_loop_readers(loop), alias, database)
@@ -276,20 +284,24 @@ async def _open(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None
         if timezone_name and reader.link.info.parameter_status("TimeZone") != timezone_name:
             await reader.link.execute(database.ops.set_time_zone_sql(), [timezone_name])
     except Exception as exc:  # unreachable, refused, misconfigured: the store's door answers (and words it)
-        reader.busy = False
+        reader.busy = reader.opening = False
         loop_readers.forget(alias, reader)
         if isinstance(exc, psycopg.InterfaceError):  # this loop cannot run it (Windows' proactor loop)
             _elsewhere.add(alias)
         failures = loop_readers.failures[alias] = loop_readers.failures.get(alias, 0) + 1
         loop_readers.retry_at[alias] = time.monotonic() + min(RETRY_SECONDS * 2 ** (failures - 1), 60.0)
+        throttle.log(
+            logger, logging.WARNING, "loop-connection", "Could not open an event loop connection to %r: %s", alias, exc
+        )
         return
     except BaseException:  # cancelled: its loop is ending
-        reader.busy = False
+        reader.busy = reader.opening = False
         loop_readers.forget(alias, reader)
         raise
-    reader.busy = False
+    reader.busy = reader.opening = False
     reader.used_at = time.monotonic()
-    loop_readers.failures.pop(alias, None)
+    if loop_readers.failures.pop(alias, None):
+        throttle.recovered(logger, "loop-connection", f"Event loop connection to {alias!r} opened")
     if not loop_readers.holds(alias, reader):  # forgotten while it opened (its loop shut down)
         reader.close()
 
