@@ -9,7 +9,9 @@ import os
 import re
 import time
 import uuid
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -18,7 +20,7 @@ from django_mcp.models import Task
 from django_mcp.tasks import EXTENSION_ID, astart_task
 from django_mcp.tasks.models import TaskQuota
 from django_mcp.tasks.store import new_task_id
-from django_mcp.tasks.wire import DETAILED_FIELDS
+from django_mcp.tasks.wire import DETAILED_FIELDS, timestamp
 from tests.task_servers import EVENTS, small_server, stop_all_tasks
 from tests.wire import assert_wire, post, request_body
 
@@ -848,3 +850,17 @@ def test_giving_back_a_place_while_the_database_is_down_logs_and_does_not_mask_t
     with mock.patch("django.db.models.query.QuerySet.update", side_effect=OperationalError("down")):
         store._give_back("give-back", "o")  # called while the insert's own error propagates
     assert "mcp_clear_tasks --recount" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(2026, 8, 1, 10, 30, 0, 123456),  # naive: read as UTC
+        datetime(2026, 8, 1, 10, 30, 0, 123456, tzinfo=UTC),
+        datetime(2026, 8, 1, 12, 30, 0, 123456, tzinfo=timezone(timedelta(hours=2))),
+        datetime(2026, 8, 1, 10, 30, 0, 123456, tzinfo=ZoneInfo("UTC")),
+        datetime(2026, 8, 1, 6, 30, 0, 123456, tzinfo=ZoneInfo("America/New_York")),
+    ],
+)
+def test_wire_timestamps_are_utc_with_milliseconds(moment):
+    assert timestamp(moment) == "2026-08-01T10:30:00.123Z"

@@ -14,7 +14,9 @@ def timestamp(moment: datetime) -> str:
     """ISO 8601 in UTC with milliseconds, e.g. ``2026-08-01T10:30:00.000Z``."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    elif moment.tzinfo is not UTC:  # (what Django reads back is UTC already)
+        moment = moment.astimezone(UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def task_fields(task: Task) -> dict[str, Any]:
