@@ -61,6 +61,18 @@ async def _opened() -> loop_read_pg._Reader:
     return _reader()
 
 
+async def _two_opened(task: Task) -> tuple[loop_read_pg._Reader, loop_read_pg._Reader]:
+    """The loop's first connection, and the second a read opened while the first was in use."""
+    first = await _opened()
+    first.busy = True
+    try:
+        assert await read_visible(str(task.id), OWNER) is USE_STORE  # opens a second
+        await asyncio.gather(*_loop_readers().opening)
+    finally:
+        first.busy = False
+    return first, _loop_readers().readers["default"][1]
+
+
 @contextlib.contextmanager
 def _receiver_if(connect: bool):
     if connect:
@@ -165,14 +177,7 @@ async def test_no_loop_connection_with_the_setting_at_zero(settings):
 
 async def test_lowering_the_setting_closes_the_connections_beyond_it(settings):
     task = await sync_to_async(_task)()
-    first = await _opened()
-    first.busy = True
-    try:
-        assert await read_visible(str(task.id), OWNER) is USE_STORE  # opens a second
-        await asyncio.gather(*_loop_readers().opening)
-    finally:
-        first.busy = False
-    second = _loop_readers().readers["default"][1]
+    first, second = await _two_opened(task)
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
     assert isinstance(await read_visible(str(task.id), OWNER), Task)  # on the first
     assert second.link.closed and _reader() is first
@@ -486,14 +491,8 @@ async def test_a_connection_idle_too_long_is_replaced_before_its_next_use():
 
 async def test_a_connection_a_burst_left_idle_is_closed():
     task = await sync_to_async(_task)()
-    first = await _opened()
-    first.busy = True
-    try:
-        assert await read_visible(str(task.id), OWNER) is USE_STORE  # opens a second
-        await asyncio.gather(*_loop_readers().opening)
-    finally:
-        first.busy = False
-    first_link, second = first.link, _loop_readers().readers["default"][1]
+    first, second = await _two_opened(task)
+    first_link = first.link
     second.used_at -= loop_read_pg.IDLE_SECONDS + 1  # the first served every read since
     assert isinstance(await read_visible(str(task.id), OWNER), Task)  # on the first
     assert second.link.closed and _reader() is first and not first_link.closed
