@@ -212,11 +212,21 @@ async def test_a_failing_connection_is_dropped_and_opened_again():
 
 async def test_a_read_cancelled_mid_query_drops_the_connection():
     task = await sync_to_async(_task)()
-    link = (await _opened()).link
-    with mock.patch.object(link, "execute", side_effect=asyncio.CancelledError):
+    reader = await _opened()
+    link = reader.link
+    with mock.patch.object(reader.cursor, "execute", side_effect=asyncio.CancelledError):
         with pytest.raises(asyncio.CancelledError):
             await read_visible(str(task.id), OWNER)
     assert link.closed and "default" not in _loop_readers().readers
+
+
+async def test_every_statement_goes_through_the_connections_one_cursor():
+    task = await sync_to_async(_task)(status="working")
+    reader = await _opened()
+    with mock.patch.object(reader.link, "cursor", side_effect=AssertionError("a cursor per statement")):
+        assert isinstance(await read_visible(str(task.id), OWNER), Task)
+        assert (await PLUGIN.store.finish(task.id, "completed")).status == "completed"
+        assert isinstance(await read_visible(str(task.id), OWNER), Task)
 
 
 async def test_the_connection_has_djangos_time_zone():

@@ -67,12 +67,13 @@ dropped it without a word, and a statement on it would wait for the kernel to gi
 class _Reader:
     """A database's read connection on one loop; ``link`` is None while it opens, ``busy`` while it is used."""
 
-    __slots__ = ("busy", "database", "link", "name", "opening", "used_at")
+    __slots__ = ("busy", "cursor", "database", "link", "name", "opening", "used_at")
 
     def __init__(self, database: BaseDatabaseWrapper) -> None:
         self.database = database  # for its settings and converters: never connected
         self.name = database.settings_dict["NAME"]  # the test runner renames the database
         self.link: Any = None  # psycopg.AsyncConnection (psycopg is an optional dependency)
+        self.cursor: Any = None  # the link's one cursor: making one per statement cost ~18 µs of CPU
         self.busy = self.opening = True
         self.used_at = time.monotonic()
 
@@ -206,7 +207,8 @@ async def _execute(loop_readers: _LoopReaders, alias: str, reader: _Reader, sql:
     """The one row ``sql`` answers (or None), or :data:`USE_STORE` if the connection failed."""
     reader.busy = True
     try:
-        return await (await reader.link.execute(sql, params)).fetchone()
+        await reader.cursor.execute(sql, params)
+        return await reader.cursor.fetchone()
     except reader.database.Database.Error:  # type: ignore[attr-defined]  # the wrapper's psycopg
         if reader.link.broken or reader.link.closed:
             loop_readers.forget(alias, reader)  # failing: opened again by a later use; the store's threads retry
@@ -283,6 +285,7 @@ async def _open(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None
         timezone_name = database.timezone_name  # set as on Django's own connection
         if timezone_name and reader.link.info.parameter_status("TimeZone") != timezone_name:
             await reader.link.execute(database.ops.set_time_zone_sql(), [timezone_name])
+        reader.cursor = reader.link.cursor()
     except Exception as exc:  # unreachable, refused, misconfigured: the store's door answers (and words it)
         reader.busy = reader.opening = False
         loop_readers.forget(alias, reader)
