@@ -6,9 +6,9 @@ for the round trip alone. So :func:`read_visible` sends the query from the loop 
 connection of its own, and on SQLite's rules (``loop_read``): each connection used by one request at
 a time (a request that finds them all busy does not wait), in autocommit (each read sees the latest
 commit), and busy or failing connections, an expired task (whose deletion is a write) or another
-backend answer :data:`~.loop_read.USE_STORE`: the caller goes through the store's door as before. Besides the
-task's ``SELECT`` it sends only the time zone Django also sets on its own connections: nothing on
-its session outlives it on a PgBouncer server connection shared in transaction mode.
+backend answer :data:`~.loop_read.USE_STORE`: the caller goes through the store's door as before.
+Besides the task's ``SELECT`` it sends only the time zone Django also sets on its own connections:
+nothing on its session outlives it on a PgBouncer server connection shared in transaction mode.
 
 A connection unused for :data:`IDLE_SECONDS` is closed at the next read or final write of its loop
 (the network may have dropped it silently; that one goes to another free connection, or to the store),
@@ -65,7 +65,7 @@ dropped it without a word, and a statement on it would wait for the kernel to gi
 
 
 class _Reader:
-    """A database's read connection on one loop; ``link`` is None while it opens, ``busy`` while it is used."""
+    """A database's connection on one loop: ``opening`` until connected, ``busy`` while used (or opening)."""
 
     __slots__ = ("busy", "cursor", "database", "link", "name", "opening", "used_at")
 
@@ -191,7 +191,8 @@ async def _take(alias: str) -> tuple[_LoopReaders, str, _Reader] | None:
             loop_readers.forget(alias, reader)  # the setting was lowered
         else:
             kept += 1
-            free = free or reader
+            if free is None:
+                free = reader
     if free is not None:
         assert loop_readers is not None
         return loop_readers, alias, free
