@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -125,6 +126,61 @@ def analyse(raw: Path, top: int, rps: float | None = None, rate: int = 100, seco
     return "\n".join(out)
 
 
+def pick_target(name: str, scenario: str) -> bench.Target:
+    """The django_mcp target, floor or django-mcpz named ``name``, if it answers ``scenario``."""
+    names = [t.name for t in bench.all_targets() if t.kind in ("dj", "floor", "mcpz")]
+    target = next((t for t in bench.all_targets() if t.name == name and t.name in names), None)
+    if target is None:
+        raise SystemExit(f"--target must name a django_mcp target, the floor or django-mcpz: {names}")
+    if target.kind == "floor" and scenario != "tasks/get":
+        raise SystemExit("the floor answers tasks/get only")
+    if target.kind == "mcpz" and scenario != "tools/call":
+        raise SystemExit("django-mcpz answers tools/call only")
+    return target
+
+
+def scratch_runner(name: str, target: bench.Target) -> bench.Bench:
+    """A bench runner in a scratch directory of its own (a full run may be using bench/.work/ meanwhile),
+    serving django_mcp as it is now, its load generator started and ``target``'s database migrated."""
+    bench.WORK = bench.WORK / name
+    options = argparse.Namespace(smoke=False, rounds=1, out=str(bench.WORK / "out"), targets=None)
+    runner = bench.Bench(options)
+    bench.WORK.mkdir(parents=True, exist_ok=True)
+    runner.src, runner.source = bench.snapshot_source()
+    runner.pythons = {name: str(bench.venv_python(name)) for name in ("harness", "mcpz")}
+    runner.loadgen = bench.LoadGen(runner.pythons["harness"], runner.pin)
+    if target.kind == "dj":
+        runner.seed(target, ["migrate"], timeout=120)
+    return runner
+
+
+def scenario_requests(
+    runner: bench.Bench, target: bench.Target, server: bench.Server, scenario: str
+) -> tuple[list[dict[str, Any]], str]:
+    """The requests the load generator sends for ``scenario`` and the text each answer must hold.
+
+    A django_mcp server's table is reset to 1,000 seeded tasks first (``tasks/get`` reads them).
+    """
+    ids = ["0b9c6b53-5d3e-4a8e-9d56-1f1b8e6a2c41"]
+    if target.kind == "dj":
+        runner.make_template(server)
+        ids = runner.seed(target, ["reset", "--tasks", "1000", "--sample", "1000"])["ids"]
+    return {
+        "tools/call": (
+            [{"method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hello"}}}],
+            '"text":"hello"',
+        ),
+        "create": (
+            [{"method": "tools/call", "params": {"name": "instant", "arguments": {}}, "tasks": True}],
+            '"resultType":"task"',
+        ),
+        "tasks/get": (
+            [{"method": "tasks/get", "params": {"taskId": i}, "tasks": True} for i in ids],
+            '"status":"completed"',
+        ),
+    }[scenario]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", default="django_mcp uvicorn sqlite")
@@ -148,47 +204,14 @@ def main() -> None:
         print(analyse(Path(args.raw), args.top, args.rps, args.rate, args.seconds))
         return
 
-    names = [t.name for t in bench.all_targets() if t.kind in ("dj", "floor", "mcpz")]
-    target = next((t for t in bench.all_targets() if t.name == args.target and t.name in names), None)
-    if target is None:
-        raise SystemExit(f"--target must name a django_mcp target, the floor or django-mcpz: {names}")
-    if target.kind == "floor" and args.scenario != "tasks/get":
-        raise SystemExit("the floor answers tasks/get only")
-    if target.kind == "mcpz" and args.scenario != "tools/call":
-        raise SystemExit("django-mcpz answers tools/call only")
+    target = pick_target(args.target, args.scenario)
     py_spy = bench.VENVS / "harness" / "bin" / "py-spy"
     if not py_spy.exists():
         raise SystemExit("no bench/.venvs/harness/bin/py-spy: run `python3 bench/run.py` once to build the venvs")
-    # A scratch directory of its own: a full run may be using bench/.work/ (its source snapshot) meanwhile.
-    bench.WORK = bench.WORK / "profile"
-    options = argparse.Namespace(smoke=False, rounds=1, out=str(bench.WORK / "out"), targets=None)
-    runner = bench.Bench(options)
-    bench.WORK.mkdir(parents=True, exist_ok=True)
-    runner.src, runner.source = bench.snapshot_source()
-    runner.pythons = {name: str(bench.venv_python(name)) for name in ("harness", "mcpz")}
-    runner.loadgen = bench.LoadGen(runner.pythons["harness"], runner.pin)
-    if target.kind == "dj":
-        runner.seed(target, ["migrate"], timeout=120)
+    runner = scratch_runner("profile", target)
     server = runner.start(target)
     try:
-        ids = ["0b9c6b53-5d3e-4a8e-9d56-1f1b8e6a2c41"]
-        if target.kind == "dj":
-            runner.make_template(server)
-            ids = runner.seed(target, ["reset", "--tasks", "1000", "--sample", "1000"])["ids"]
-        requests = {
-            "tools/call": (
-                [{"method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hello"}}}],
-                '"text":"hello"',
-            ),
-            "create": (
-                [{"method": "tools/call", "params": {"name": "instant", "arguments": {}}, "tasks": True}],
-                '"resultType":"task"',
-            ),
-            "tasks/get": (
-                [{"method": "tasks/get", "params": {"taskId": i}, "tasks": True} for i in ids],
-                '"status":"completed"',
-            ),
-        }[args.scenario]
+        requests = scenario_requests(runner, target, server, args.scenario)
         raw = (
             bench.WORK
             / f"profile-{args.target.replace(' ', '_')}-{args.scenario.replace('/', '_')}-c{args.concurrency}.txt"
