@@ -1,6 +1,7 @@
 import gc
+import os
 import subprocess
-import sys
+import warnings
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -30,8 +31,9 @@ def _close_connection_pools(django_db_setup, django_db_blocker):
     So do the event loops' own connections (``loop_read_pg``) of a loop that ended without shutting
     down its async generators, or while one of them was in use: closed here, not at exit (after the drop).
     CI's 3.12 leg still warned once after this ("1 other session using the database"); reproduced once
-    in three local runs: two never-used sessions (a pool's prewarmed connections?) opened mid-run.
-    ``_report_other_sessions`` names what is left, and the process holding it, when it happens again.
+    in two local runs: two never-used sessions (a pool's prewarmed connections?) opened mid-run.
+    ``_report_other_sessions`` names what is left, and the process holding it, in the warnings summary
+    (a session fixture's stderr is captured at teardown).
     """
     yield
     from django_mcp.tasks import loop_read_pg
@@ -63,8 +65,18 @@ def _report_other_sessions() -> None:
             others = cursor.fetchall()
     finally:
         conn.close()
-    if others:
-        sockets = subprocess.run(["ss", "-tnp"], capture_output=True, text=True, check=False).stdout.splitlines()
     for other in others:
-        owners = [line for line in sockets if f":{other[1]} " in line]
-        sys.stderr.write(f"\nstill connected to the test database at teardown: {other!r} {owners}\n")
+        warnings.warn(
+            f"still connected to the test database at teardown (pytest is pid {os.getpid()}): "
+            f"{other!r} {_sockets_on(other[1])}",
+            stacklevel=1,
+        )
+
+
+def _sockets_on(port: int) -> list[str]:
+    """``ss``'s lines for a local TCP port, naming the process that holds it (none where ``ss`` is missing)."""
+    try:
+        listing = subprocess.run(["ss", "-tnp"], capture_output=True, text=True, check=False).stdout  # noqa: S607
+    except OSError:
+        return []
+    return [line for line in listing.splitlines() if f":{port} " in line]
