@@ -13,6 +13,7 @@ from unittest import mock
 import psycopg
 import pytest
 from asgiref.sync import sync_to_async
+from django.core.exceptions import FieldDoesNotExist
 from django.db import connections
 from django.db.backends.signals import connection_created
 from django.utils import timezone
@@ -37,7 +38,10 @@ PLUGIN = tasks_server.extension_plugins[0]
 
 @pytest.fixture(autouse=True)
 def _fresh_readers():
-    yield
+    # Long enough that a hand-over the tests expect never times out on a slow machine (they patch it down
+    # to see the time-out), and that a wait that should not happen would show.
+    with mock.patch.object(loop_read_pg, "WAIT_SECONDS", 5.0):
+        yield
     for loop_readers in list(loop_read_pg._loops.values()):
         loop_readers.close()
     loop_read_pg._loops.clear()
@@ -66,8 +70,7 @@ async def _two_opened(task: Task) -> tuple[loop_read_pg._Reader, loop_read_pg._R
     first = await _opened()
     first.busy = True
     try:
-        assert await read_visible(str(task.id), OWNER) is USE_STORE  # opens a second
-        await asyncio.gather(*_loop_readers().opening)
+        assert isinstance(await read_visible(str(task.id), OWNER), Task)  # opens a second, and is handed it
     finally:
         first.busy = False
     return first, _loop_readers().readers["default"][1]
@@ -132,13 +135,67 @@ async def test_tasks_visible_reads_on_the_loop_without_the_store_threads():
     assert found is not None and again is not None and found.id == again.id == task.id
 
 
-async def test_a_busy_connection_is_not_waited_for_and_both_reads_are_answered():
-    tasks = [await sync_to_async(_task)(status_message=str(n)) for n in range(2)]
-    await _opened()
-    with mock.patch.object(PLUGIN.store, "_visible_in_pool", wraps=PLUGIN.store._visible_in_pool) as pool:
+async def test_reads_that_find_every_connection_in_use_are_handed_it_in_turn(settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
+    tasks = [await sync_to_async(_task)(status_message=str(n)) for n in range(3)]
+    reader = await _opened()
+    with mock.patch.object(PLUGIN.store, "_visible_in_pool", side_effect=AssertionError("went to the pool")):
         found = await asyncio.gather(*(PLUGIN.store.visible(str(t.id), OWNER) for t in tasks))
-    assert [t.status_message for t in found] == ["0", "1"]
-    pool.assert_awaited_once_with(str(tasks[1].id), OWNER, None)  # the first was still reading
+    assert [t.status_message for t in found] == ["0", "1", "2"]
+    assert _reader() is reader and not reader.busy and not _loop_readers().waiting["default"]
+
+
+async def test_a_read_waits_for_a_connection_in_use_no_longer_than_wait_seconds(settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
+    task = await sync_to_async(_task)()
+    reader = await _opened()
+    reader.busy = True  # a statement stuck on a dropped network
+    try:
+        with mock.patch.object(loop_read_pg, "WAIT_SECONDS", 0.01):
+            assert await read_visible(str(task.id), OWNER) is USE_STORE
+            assert (await PLUGIN.store.visible(str(task.id), OWNER)).id == task.id  # the store's threads answer
+    finally:
+        reader.busy = False
+    assert not _loop_readers().waiting["default"] and len(_loop_readers().readers["default"]) == 1
+
+
+async def test_a_read_with_a_misspelt_field_leaves_the_connection_it_was_handed_free(settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
+    task = await sync_to_async(_task)()
+    reader = await _opened()
+    reader.busy = True
+    misspelt = asyncio.ensure_future(read_visible(str(task.id), OWNER, ("stauts",)))
+    while not _loop_readers().waiting.get("default"):
+        await asyncio.sleep(0)
+    _loop_readers().release("default", reader)  # handed to the misspelt read
+    with pytest.raises(FieldDoesNotExist):
+        await misspelt
+    assert not reader.busy and isinstance(await read_visible(str(task.id), OWNER), Task)
+
+
+async def test_a_read_cancelled_once_handed_a_connection_passes_it_on(settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
+    task = await sync_to_async(_task)()
+    reader = await _opened()
+    reader.busy = True
+    first, second = (asyncio.ensure_future(read_visible(str(task.id), OWNER)) for _ in range(2))
+    while len(_loop_readers().waiting.get("default", ())) < 2:
+        await asyncio.sleep(0)
+    _loop_readers().release("default", reader)  # the statement in flight ends: handed to the first
+    first.cancel()  # before the first has run again
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert isinstance(await second, Task) and (await second).id == task.id
+    assert not reader.busy and not reader.link.closed
+    reader.busy = True
+    waiting = asyncio.ensure_future(read_visible(str(task.id), OWNER))
+    while not _loop_readers().waiting.get("default"):
+        await asyncio.sleep(0)
+    _loop_readers().release("default", reader)
+    waiting.cancel()  # handed over, then cancelled, with nobody else waiting: free again
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert not reader.busy and isinstance(await read_visible(str(task.id), OWNER), Task)
 
 
 async def test_while_every_connection_is_in_use_another_opens_up_to_the_setting(settings):
@@ -148,17 +205,16 @@ async def test_while_every_connection_is_in_use_another_opens_up_to_the_setting(
     try:
         for _ in range(2):
             readers[-1].busy = True  # a request of this loop is reading on each one so far
-            assert await read_visible(str(task.id), OWNER) is USE_STORE  # never waits; opens another meanwhile
-            assert await read_visible(str(task.id), OWNER) is USE_STORE  # one opening at a time
-            assert len(_loop_readers().opening) == 1
-            await asyncio.gather(*_loop_readers().opening)
-            readers.append(_loop_readers().readers["default"][-1])
             with mock.patch.object(PLUGIN.store, "_visible_in_pool", side_effect=AssertionError("to the pool")):
-                found = await PLUGIN.store.visible(str(task.id), OWNER)  # on the new one
-            assert found is not None and found.id == task.id and not readers[-1].busy
+                # Both wait: one more connection opens (one at a time), is handed to the first, then the second.
+                found = await asyncio.gather(*(PLUGIN.store.visible(str(task.id), OWNER) for _ in range(2)))
+            assert all(t.id == task.id for t in found) and not _loop_readers().opening
+            readers.append(_loop_readers().readers["default"][-1])
+            assert len(_loop_readers().readers["default"]) == len(readers) and not readers[-1].busy
         assert len({id(reader.link) for reader in readers}) == 3
         readers[-1].busy = True
-        assert await read_visible(str(task.id), OWNER) is USE_STORE  # all in use, and three is the most
+        with mock.patch.object(loop_read_pg, "WAIT_SECONDS", 0.01):
+            assert await read_visible(str(task.id), OWNER) is USE_STORE  # all in use, and three is the most
         assert not _loop_readers().opening and len(_loop_readers().readers["default"]) == 3
     finally:
         for reader in readers:
@@ -186,17 +242,33 @@ async def test_lowering_the_setting_closes_the_connections_beyond_it(settings):
     assert not first.link.closed  # (closed with its loop, or once it has been idle too long)
 
 
-async def test_a_final_write_takes_its_connection_before_its_shielded_statement_starts():
+async def test_a_final_write_takes_its_connection_before_its_shielded_statement_starts(settings):
     """The shield starts the statement a turn of the loop later: no read may be handed the connection meanwhile."""
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
     tasks = [await sync_to_async(_task)(status="working") for _ in range(2)]
     reader = await _opened()
-    with mock.patch.object(PLUGIN.store, "_visible_in_pool", wraps=PLUGIN.store._visible_in_pool) as pool:
+    execute, in_flight, most = reader.cursor.execute, 0, 0
+
+    async def counted(*args, **kwargs):
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        try:
+            return await execute(*args, **kwargs)
+        finally:
+            in_flight -= 1
+
+    with (
+        mock.patch.object(reader.cursor, "execute", side_effect=counted),
+        mock.patch.object(PLUGIN.store, "_visible_in_pool", side_effect=AssertionError("read in the pool")),
+        mock.patch.object(PLUGIN.store, "_finish_in_pool", side_effect=AssertionError("written in the pool")),
+    ):
         finished, read = await asyncio.gather(
             PLUGIN.store.finish(tasks[0].id, "completed"), PLUGIN.store.visible(str(tasks[1].id), OWNER)
         )
     assert finished.status == "completed" and read is not None and read.id == tasks[1].id
-    pool.assert_awaited_once()  # the read found the only connection taken
-    assert _loop_readers().readers["default"][0] is reader and not reader.busy
+    assert most == 1  # the read waited for the write's statement to end, and was handed the connection
+    assert _loop_readers().readers["default"] == [reader] and not reader.busy
 
 
 async def test_a_failing_connection_is_dropped_and_opened_again():
@@ -454,7 +526,10 @@ async def test_finish_is_sent_from_the_loop_and_returns_what_the_store_would():
 async def test_finish_goes_to_the_pool_while_the_connection_is_busy_or_failing():
     tasks = [await sync_to_async(_task)(status="working") for _ in range(3)]
     reader = await _opened()
-    with mock.patch.object(PLUGIN.store, "_finish_in_pool", wraps=PLUGIN.store._finish_in_pool) as pool:
+    with (
+        mock.patch.object(PLUGIN.store, "_finish_in_pool", wraps=PLUGIN.store._finish_in_pool) as pool,
+        mock.patch.object(loop_read_pg, "_handed_over", side_effect=AssertionError("a final write waited")),
+    ):
         reader.busy = True  # a tasks/get of this loop is reading
         try:
             assert (await PLUGIN.store.finish(tasks[0].id, "completed")).status == "completed"

@@ -4,9 +4,13 @@ Through the store's door a read by primary key costs a thread hop each way and a
 connection's checkout around the query's round trip: ~300 µs on the bench machine, against ~70 µs
 for the round trip alone. So :func:`read_visible` sends the query from the loop itself, on a
 connection of its own, and on SQLite's rules (``loop_read``): each connection used by one request at
-a time (a request that finds them all busy does not wait), in autocommit (each read sees the latest
-commit), and busy or failing connections, an expired task (whose deletion is a write) or another
-backend answer :data:`~.loop_read.USE_STORE`: the caller goes through the store's door as before.
+a time, in autocommit (each read sees the latest commit), and failing connections, an expired task
+(whose deletion is a write) or another backend answer :data:`~.loop_read.USE_STORE`: the caller goes
+through the store's door as before. A read that finds every connection busy with a statement waits,
+up to :data:`WAIT_SECONDS`, for one to be handed over as its statement ends (about a round trip: less
+than the store's two thread hops and pool checkout; ``tasks/get`` at c=16 +8 % req/s in the bench),
+then goes to the store. Under overload the reads at the back of the queue wait that long first; and
+a task's final write, which never waits, goes to the store more often while reads queue.
 Besides the task's ``SELECT`` it sends only the time zone Django also sets on its own connections:
 nothing on its session outlives it on a PgBouncer server connection shared in transaction mode.
 
@@ -41,6 +45,7 @@ import asyncio
 import atexit
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
@@ -59,13 +64,17 @@ logger = logging.getLogger("django_mcp.tasks")
 RETRY_SECONDS = 1.0
 """How long after a first failure to open a read connection the next attempt waits (doubling, up to 60 s)."""
 
+WAIT_SECONDS = 0.02
+"""How long a read waits for a connection in use to be handed over before it goes to the store instead
+(a statement stuck on a dropped network must not hold up the reads queued behind it)."""
+
 IDLE_SECONDS = 30.0
 """A connection left unused this long is replaced rather than used: a firewall or load balancer may have
 dropped it without a word, and a statement on it would wait for the kernel to give up on the socket."""
 
 
 class _Reader:
-    """A database's connection on one loop: ``opening`` until connected, ``busy`` while used (or opening)."""
+    """A database's connection on one loop: ``opening`` until connected; ``busy`` while opening, used or handed over."""
 
     __slots__ = ("busy", "cursor", "database", "link", "name", "opening", "used_at")
 
@@ -91,6 +100,7 @@ class _LoopReaders:
         self.opening: set[asyncio.Task[None]] = set()
         self.failures: dict[str, int] = {}
         self.retry_at: dict[str, float] = {}
+        self.waiting: dict[str, deque[asyncio.Future[_Reader | None]]] = {}
         self.keeper: AsyncGenerator[None, None] | None = None
 
     def forget(self, alias: str, reader: _Reader) -> None:
@@ -106,6 +116,21 @@ class _LoopReaders:
     def holds(self, alias: str, reader: _Reader) -> bool:
         """Whether ``reader`` is still handed out (not forgotten)."""
         return reader in self.readers.get(alias, ())
+
+    def release(self, alias: str, reader: _Reader) -> None:
+        """``reader``'s statement ended: hand it to the first read still waiting, else mark it free."""
+        reader.used_at = time.monotonic()
+        if not self.holds(alias, reader):  # forgotten meanwhile (broken, cancelled mid-statement, its loop shut down)
+            reader.busy = False
+            reader.close()
+            return
+        waiting = self.waiting.get(alias)
+        while waiting:
+            waiter = waiting.popleft()
+            if not waiter.done():  # (not timed out, not cancelled)
+                waiter.set_result(reader)  # still busy: now the waiter's
+                return
+        reader.busy = False
 
     def close(self) -> None:
         for alias, readers in list(self.readers.items()):
@@ -128,12 +153,16 @@ async def read_visible(
     pk = parse_id(task_id)
     if pk is None:
         return None
-    taken = await _take(router.db_for_read(Task))
+    taken = await _take(router.db_for_read(Task), wait=True)
     if taken is None:
         return USE_STORE
     database = taken[2].database
-    plan = read_plan(database, True, only)
-    params = (Task._meta.pk.get_db_prep_value(pk, database), owner)
+    try:
+        plan = read_plan(database, True, only)  # (FieldDoesNotExist for a misspelt name in ``only``)
+        params = (Task._meta.pk.get_db_prep_value(pk, database), owner)
+    except BaseException:
+        taken[0].release(taken[1], taken[2])  # taken, perhaps handed over: never left busy
+        raise
     found = await _execute(*taken, plan.sql, params)
     return found if found is USE_STORE else visible_row(database, plan, found)
 
@@ -166,11 +195,14 @@ async def update_active(
     return load_row(database, plan, found)
 
 
-async def _take(alias: str) -> tuple[_LoopReaders, str, _Reader] | None:
-    """One of this loop's idle connections to ``alias``, or None (all busy, opening or failing: never wait).
+async def _take(alias: str, *, wait: bool = False) -> tuple[_LoopReaders, str, _Reader] | None:
+    """One of this loop's connections to ``alias``, now the caller's (busy); or None: to the store.
 
-    When every connection is in use, none is opening and there are fewer than ``TASK_LOOP_CONNECTIONS``,
-    another opens in the background for the requests after this one.
+    None when no connection is open yet (or every one failed), or when all are in use and ``wait`` is
+    false. When every connection is in use, none is opening and there are fewer than
+    ``TASK_LOOP_CONNECTIONS``, another opens in the background. With ``wait``, while a connection is busy
+    with a statement, the first to come free (the one opening included) is handed over if that happens
+    within :data:`WAIT_SECONDS`, else None. A read never waits when the only connections are opening.
     """
     limit = get_tasks_settings().TASK_LOOP_CONNECTIONS
     if alias in _elsewhere or not limit:
@@ -201,7 +233,37 @@ async def _take(alias: str) -> tuple[_LoopReaders, str, _Reader] | None:
         database = _readable(alias)
         if database is not None:
             _open_soon(loop, loop_readers or await _new_loop_readers(loop), alias, database)
-    return None
+    if not wait or loop_readers is None:
+        return None
+    if not any(reader.busy and not reader.opening for reader in loop_readers.readers.get(alias, ())):
+        return None  # no statement in flight to end soon: no request waits for a connection to open
+    handed = await _handed_over(loop, loop_readers, alias)
+    return None if handed is None else (loop_readers, alias, handed)
+
+
+async def _handed_over(loop: asyncio.AbstractEventLoop, loop_readers: _LoopReaders, alias: str) -> _Reader | None:
+    """The connection :meth:`_LoopReaders.release` hands this read within :data:`WAIT_SECONDS`, or None."""
+    waiter: asyncio.Future[_Reader | None] = loop.create_future()
+    waiting = loop_readers.waiting.setdefault(alias, deque())
+    waiting.append(waiter)
+    timer = loop.call_later(WAIT_SECONDS, _give_up, waiter)
+    try:
+        return await waiter
+    except BaseException:
+        # Cancelled (the request ended), perhaps after a connection was handed over: pass it on.
+        handed = waiter.result() if waiter.done() and not waiter.cancelled() else None
+        if handed is not None:
+            loop_readers.release(alias, handed)
+        raise
+    finally:
+        timer.cancel()
+        if waiter in waiting:
+            waiting.remove(waiter)
+
+
+def _give_up(waiter: asyncio.Future[_Reader | None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)  # to the store
 
 
 async def _execute(loop_readers: _LoopReaders, alias: str, reader: _Reader, sql: str, params: Any) -> Any:
@@ -219,10 +281,7 @@ async def _execute(loop_readers: _LoopReaders, alias: str, reader: _Reader, sql:
         loop_readers.forget(alias, reader)
         raise
     finally:
-        reader.busy = False
-        reader.used_at = time.monotonic()
-        if not loop_readers.holds(alias, reader):  # forgotten meanwhile (its loop shut down)
-            reader.close()
+        loop_readers.release(alias, reader)
 
 
 async def _new_loop_readers(loop: asyncio.AbstractEventLoop) -> _LoopReaders:
@@ -302,12 +361,10 @@ async def _open(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None
         reader.busy = reader.opening = False
         loop_readers.forget(alias, reader)
         raise
-    reader.busy = reader.opening = False
-    reader.used_at = time.monotonic()
+    reader.opening = False
     if loop_readers.failures.pop(alias, None):
         throttle.recovered(logger, "loop-connection", f"Event loop connection to {alias!r} opened")
-    if not loop_readers.holds(alias, reader):  # forgotten while it opened (its loop shut down)
-        reader.close()
+    loop_readers.release(alias, reader)  # to a read waiting meanwhile, if any
 
 
 async def _keeper(loop: asyncio.AbstractEventLoop, loop_readers: _LoopReaders) -> AsyncGenerator[None, None]:

@@ -690,7 +690,7 @@ class TaskStore:
         self.sweep_expired_batch = self._door(sweep_expired_batch)
 
     async def visible(self, task_id: Any, owner: str, only: tuple[str, ...] | None = None) -> Task | None:
-        """:func:`visible`, read from the event loop when it need not wait (``loop_read``, ``loop_read_pg``)."""
+        """:func:`visible`, read from the event loop when it can be (``loop_read``, ``loop_read_pg``)."""
         task = read_visible(task_id, owner, only)  # SQLite: synchronous, a request never waiting is not suspended
         if task is USE_STORE:
             task = await loop_read_pg.read_visible(task_id, owner, only)
