@@ -206,22 +206,28 @@ class Dispatcher:
         """Serve one admitted request: a result, a listen stream, or ``McpJsonRpcError``."""
         core = CORE_METHODS.get(request.method)
         if core is None:
-            return await self._dispatch_extension(request)
-        context = self.context_for(request)
+            result = await self._serve_extension(request)
+            options = self._options(request)
+        else:
+            context = self.context_for(request)
+            result = await self._serve_core(core, context, request)
+            options = context.options
+        if isinstance(result, ListenStream):
+            return result
+        return finish_result(options, result)
+
+    async def _serve_core(self, core: CoreMethod, context: ServerContext, request: McpRequest) -> Any:
         if core.capability is not None and not self.serves(core.capability):
             raise method_not_found(request.method)
         params = parse_params(core.params_model, request.method, request.params)
         if request.method in MRTR_METHODS and ("requestState" in request.params or "inputResponses" in request.params):
             request.input_rounds  # noqa: B018 - verify requestState before any work is done
         try:
-            result = await core.handler(context, request, params)
+            return await core.handler(context, request, params)
         except InputRequired as pending:
-            result = pending.to_result()
-        if isinstance(result, ListenStream):
-            return result
-        return finish_result(context.options, result)
+            return pending.to_result()
 
-    async def _dispatch_extension(self, request: McpRequest) -> dict[str, Any] | ListenStream:
+    async def _serve_extension(self, request: McpRequest) -> Any:
         """An extension's method (``tasks/get`` …): its handler needs no :class:`ServerContext`, so none is built."""
         plugin, spec = self._extension_methods.get(request.method, (None, None))
         # Served where context_for would list the plugin: a 2026-07-28 request it is enabled for.
@@ -229,10 +235,7 @@ class Dispatcher:
             raise method_not_found(request.method)
         if spec.requires_declaration and not request.declares_extension(plugin.identifier):
             raise missing_capability({"extensions": {plugin.identifier: {}}})
-        result = await spec.handler(request, parse_params(spec.params_model, request.method, request.params))
-        if isinstance(result, ListenStream):
-            return result
-        return finish_result(self._options(request), result)
+        return await spec.handler(request, parse_params(spec.params_model, request.method, request.params))
 
 
 def finish_result(options: ResolvedOptions, result: dict[str, Any]) -> dict[str, Any]:
