@@ -357,6 +357,39 @@ async def test_an_open_cancelled_with_its_loop_forgets_its_reader():
     assert not _loop_readers().readers and "default" not in loop_read_pg._elsewhere
 
 
+async def test_an_open_cancelled_mid_handshake_closes_its_socket_while_its_task_is_kept():
+    """The cancelled task keeps its exception (asyncio does, and so may whoever holds the task): not the socket."""
+    from django.db.backends.postgresql.base import DatabaseWrapper as PostgresDatabase
+
+    greeted: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
+
+    async def silent(stream: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await stream.read(1)  # the client's first packet (SSL or startup request): never answered
+        greeted.put_nowait((stream, writer))
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    real = PostgresDatabase.get_connection_params
+
+    def to_the_silent_server(database: PostgresDatabase) -> dict:
+        return {**real(database), "host": "127.0.0.1", "port": server.sockets[0].getsockname()[1]}
+
+    async with server:
+        with mock.patch.object(PostgresDatabase, "get_connection_params", to_the_silent_server):
+            for _ in range(2):
+                assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+            (opening,) = _loop_readers().opening
+            stream, writer = await asyncio.wait_for(greeted.get(), 5)  # psycopg now waits for the answer
+            opening.cancel()
+            await asyncio.wait([opening])  # not awaited itself: that would take its exception away
+        try:
+            assert opening.cancelled() and not _loop_readers().readers
+            # The client's end is closed, with the task and its exception still here: the server reads to the end.
+            await asyncio.wait_for(stream.read(), 5)  # a time-out while it is still open
+            assert stream.at_eof()
+        finally:
+            writer.close()  # the server's end (3.12's Server.wait_closed waits for it)
+
+
 def test_a_loop_made_for_one_call_never_opens_a_connection():
     task = _task()
 

@@ -357,10 +357,12 @@ async def _open(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None
             logger, logging.WARNING, "loop-connection", "Could not open an event loop connection to %r: %s", alias, exc
         )
         return
-    except BaseException:  # cancelled: its loop is ending
+    except BaseException as cancelled:  # its loop is ending
         reader.busy = reader.opening = False
         loop_readers.forget(alias, reader)
-        raise
+        # psycopg does not close a connection cancelled mid-handshake: its connect's frame, which this
+        # traceback keeps, holds the half-open socket, and asyncio keeps the exception with the task.
+        raise cancelled.with_traceback(None) from None
     reader.opening = False
     if loop_readers.failures.pop(alias, None):
         throttle.recovered(logger, "loop-connection", f"Event loop connection to {alias!r} opened")
