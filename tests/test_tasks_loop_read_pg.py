@@ -358,12 +358,14 @@ async def test_an_open_cancelled_with_its_loop_forgets_its_reader():
 
 
 async def test_an_open_cancelled_mid_handshake_closes_its_socket_while_its_task_is_kept():
-    """The cancelled task keeps its exception (asyncio does, and so may whoever holds the task): not the socket."""
+    """A cancelled open leaves no socket behind, though its task keeps the exception until someone retrieves it."""
     from django.db.backends.postgresql.base import DatabaseWrapper as PostgresDatabase
 
     greeted: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
+    writers: list[asyncio.StreamWriter] = []
 
     async def silent(stream: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
         await stream.read(1)  # the client's first packet (SSL or startup request): never answered
         greeted.put_nowait((stream, writer))
 
@@ -373,21 +375,26 @@ async def test_an_open_cancelled_mid_handshake_closes_its_socket_while_its_task_
     def to_the_silent_server(database: PostgresDatabase) -> dict:
         return {**real(database), "host": "127.0.0.1", "port": server.sockets[0].getsockname()[1]}
 
-    async with server:
+    try:
         with mock.patch.object(PostgresDatabase, "get_connection_params", to_the_silent_server):
             for _ in range(2):
                 assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
             (opening,) = _loop_readers().opening
-            stream, writer = await asyncio.wait_for(greeted.get(), 5)  # psycopg now waits for the answer
+            stream, _ = await asyncio.wait_for(greeted.get(), 5)  # psycopg now waits for the answer
             opening.cancel()
             await asyncio.wait([opening])  # not awaited itself: that would take its exception away
-        try:
-            assert opening.cancelled() and not _loop_readers().readers
-            # The client's end is closed, with the task and its exception still here: the server reads to the end.
-            await asyncio.wait_for(stream.read(), 5)  # a time-out while it is still open
-            assert stream.at_eof()
-        finally:
+        assert opening.cancelled() and not _loop_readers().readers
+        # The client's end is closed, with the task and its exception still here: the server reads to the end.
+        await asyncio.wait_for(stream.read(), 5)  # a time-out while it is still open
+        assert stream.at_eof()
+    finally:
+        loop_readers = loop_read_pg._loops.get(asyncio.get_running_loop())
+        for left in loop_readers.opening if loop_readers else ():  # after a failure: not left connecting
+            left.cancel()
+        for writer in writers:
             writer.close()  # the server's end (3.12's Server.wait_closed waits for it)
+        server.close()
+        await server.wait_closed()
 
 
 def test_a_loop_made_for_one_call_never_opens_a_connection():

@@ -360,9 +360,9 @@ async def _open(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None
     except BaseException as cancelled:  # its loop is ending
         reader.busy = reader.opening = False
         loop_readers.forget(alias, reader)
-        # psycopg does not close a connection cancelled mid-handshake: its connect's frame, which this
-        # traceback keeps, holds the half-open socket, and asyncio keeps the exception with the task.
-        raise cancelled.with_traceback(None) from None
+        # psycopg leaves a connection cancelled mid-handshake open in its connect generator, which this
+        # traceback would keep alive for as long as the task keeps its exception.
+        raise cancelled.with_traceback(None)  # noqa: B904 - the same exception, only its traceback cut
     reader.opening = False
     if loop_readers.failures.pop(alias, None):
         throttle.recovered(logger, "loop-connection", f"Event loop connection to {alias!r} opened")
