@@ -361,13 +361,13 @@ async def test_an_open_cancelled_mid_handshake_closes_its_socket_while_its_task_
     """A cancelled open leaves no socket behind, though its task keeps the exception until someone retrieves it."""
     from django.db.backends.postgresql.base import DatabaseWrapper as PostgresDatabase
 
-    greeted: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
+    greeted: asyncio.Queue[asyncio.StreamReader] = asyncio.Queue()
     writers: list[asyncio.StreamWriter] = []
 
     async def silent(stream: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writers.append(writer)
         await stream.read(1)  # the client's first packet (SSL or startup request): never answered
-        greeted.put_nowait((stream, writer))
+        greeted.put_nowait(stream)
 
     server = await asyncio.start_server(silent, "127.0.0.1", 0)
     real = PostgresDatabase.get_connection_params
@@ -380,7 +380,7 @@ async def test_an_open_cancelled_mid_handshake_closes_its_socket_while_its_task_
             for _ in range(2):
                 assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
             (opening,) = _loop_readers().opening
-            stream, _ = await asyncio.wait_for(greeted.get(), 5)  # psycopg now waits for the answer
+            stream = await asyncio.wait_for(greeted.get(), 5)  # psycopg now waits for the answer
             opening.cancel()
             await asyncio.wait([opening])  # not awaited itself: that would take its exception away
         assert opening.cancelled() and not _loop_readers().readers

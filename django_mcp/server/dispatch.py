@@ -154,8 +154,7 @@ class Dispatcher:
 
     def context_for(self, request: McpRequest) -> ServerContext:
         """The context method handlers get for ``request``."""
-        # Extensions are a 2026-07-28 feature: a handshake-era client is served the core only.
-        plugins = tuple(p for p in self.plugins if p.enabled(request)) if request.era == "modern" else ()
+        plugins = tuple(p for p in self.plugins if _serves(p, request))
         return ServerContext(
             tools=self.tools,
             prompts=self.prompts,
@@ -230,12 +229,16 @@ class Dispatcher:
     async def _serve_extension(self, request: McpRequest) -> Any:
         """An extension's method (``tasks/get`` …): its handler needs no :class:`ServerContext`, so none is built."""
         plugin, spec = self._extension_methods.get(request.method, (None, None))
-        # Served where context_for would list the plugin: a 2026-07-28 request it is enabled for.
-        if plugin is None or spec is None or request.era != "modern" or not plugin.enabled(request):
+        if plugin is None or spec is None or not _serves(plugin, request):
             raise method_not_found(request.method)
         if spec.requires_declaration and not request.declares_extension(plugin.identifier):
             raise missing_capability({"extensions": {plugin.identifier: {}}})
         return await spec.handler(request, parse_params(spec.params_model, request.method, request.params))
+
+
+def _serves(plugin: ExtensionPlugin, request: McpRequest) -> bool:
+    # Extensions are a 2026-07-28 feature: a handshake-era client is served the core only.
+    return request.era == "modern" and plugin.enabled(request)
 
 
 def finish_result(options: ResolvedOptions, result: dict[str, Any]) -> dict[str, Any]:
