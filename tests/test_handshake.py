@@ -139,6 +139,22 @@ async def test_task_tools_answer_synchronously_and_params_task_is_ignored(async_
     status, body = await rpc(async_client, session, "tools/call", {"name": "only_as_task"}, path="/mcp-tasks/")
     assert body["error"]["code"] == -32021
     assert "io.modelcontextprotocol/tasks" in body["error"]["message"]
+    assert "2026-07-28" in body["error"]["message"] and "2025-11-25" in body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "tool, text",
+    [("declared", "inline: a"), ("declared_sync", "sync inline: a"), ("sync_starts_a_task", "ran in a thread")],
+)
+async def test_optional_task_tools_run_in_the_request_with_request_task_none(async_client, tool, text):
+    # The declarative form reads request.task; a handshake-era client never has a task.
+    session, _ = await initialize(async_client, path="/mcp-tasks/")
+    arguments = {} if tool == "sync_starts_a_task" else {"text": "a"}
+    status, body = await rpc(
+        async_client, session, "tools/call", {"name": tool, "arguments": arguments}, path="/mcp-tasks/"
+    )
+    assert (status, body["result"].get("isError", False)) == (200, False), body
+    assert body["result"]["content"] == [{"type": "text", "text": text}]
 
 
 async def test_logging_set_level_and_validation(async_client):

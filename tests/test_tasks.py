@@ -102,6 +102,17 @@ async def test_tasks_methods_need_the_declaration_before_any_lookup(async_client
     assert error_of(body)["data"] == {"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}}
 
 
+async def test_optional_tools_run_in_the_request_when_the_extension_is_disabled_for_it(async_client):
+    headers = {"X-Tasks": "off"}
+    for tool, text in (("declared_sync", "sync inline: x"), ("quick", "sync:x")):
+        body = await rpc(async_client, "tools/call", {"name": tool, "arguments": {"text": "x"}}, headers=headers)
+        assert body["result"]["content"] == [{"type": "text", "text": text}], body
+    body = await rpc(async_client, "tools/call", {"name": "only_as_task"}, headers=headers, status=400)
+    assert error_of(body)["code"] == -32021
+    assert "a request for which the extension is enabled" in error_of(body)["message"]
+    assert await Task.objects.acount() == 0
+
+
 async def test_required_tool_refuses_a_non_declaring_client_before_its_handler_runs(async_client):
     body = await rpc(async_client, "tools/call", {"name": "only_as_task"}, caps={}, status=400)
     assert error_of(body)["code"] == -32021

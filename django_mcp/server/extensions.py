@@ -115,9 +115,14 @@ class ExtensionPlugin:
         """
         return await proceed(request)
 
-    def refuse_tool_call(self, request: McpRequest, tool: Tool) -> None:
-        """A ``tools/call`` this extension does not serve (the request is handshake-era, or the plugin is
-        disabled for it): raise ``McpJsonRpcError`` if ``tool`` cannot run without the extension."""
+    async def call_tool_unserved(self, request: McpRequest, tool: Tool, proceed: ProceedToolCall) -> Any:
+        """Wrap a ``tools/call`` this extension does not serve (a handshake-era request, or the plugin is
+        disabled for it): by default, just ``proceed``.
+
+        Raise ``McpJsonRpcError`` if ``tool`` cannot run without the extension; pass ``proceed`` the
+        request the tool's handler expects when it runs without the extension.
+        """
+        return await proceed(request)
 
     async def subscribe(self, request: McpRequest, notifications: Mapping[str, Any]) -> ListenSubscription:
         """Honour this extension's keys of a listen filter. Raise ``McpJsonRpcError`` to refuse.

@@ -40,14 +40,14 @@ async def call_tool(context: ServerContext, request: McpRequest, params: CallToo
     if tool.param_headers:
         arguments = params.arguments if isinstance(params.arguments, dict) else {}
         check_param_headers(tool.param_headers, arguments, request.headers)
-    for plugin in context.inactive_plugins:
-        plugin.refuse_tool_call(request, tool)
     kwargs = tool.validate_arguments(params.arguments)
 
     def invoke(req: McpRequest) -> Awaitable[Any]:
         return call_handler(tool.handler, req, **kwargs)
 
     proceed: ProceedToolCall = invoke
+    for plugin in reversed(context.inactive_plugins):
+        proceed = partial(plugin.call_tool_unserved, tool=tool, proceed=proceed)
     for plugin in reversed(context.plugins):
         proceed = partial(plugin.call_tool, tool=tool, proceed=proceed)
     try:

@@ -133,6 +133,8 @@ class _ToolCall:
     plugin: McpTasks
     request: McpRequest
     tool: Tool
+    served: bool
+    """Whether the extension serves the request (else no task can be created for it)."""
 
 
 _current_call: contextvars.ContextVar[_ToolCall | None] = contextvars.ContextVar("django_mcp_task_call", default=None)
@@ -241,24 +243,30 @@ class McpTasks(ExtensionPlugin):
 
             backend = tool.extension_options.get("task_backend", self.task_backend)
             return await self.create(request, tool, body, backend=backend)
-        if support == "forbidden":
-            return await proceed(request)
-        token = _current_call.set(_ToolCall(self, request, tool))
-        try:
-            return await proceed(TaskRequest.of(request, None))
-        finally:
-            _current_call.reset(token)
+        return await self._call_in_request(request, tool, proceed, served=True)
 
-    def refuse_tool_call(self, request: McpRequest, tool: Tool) -> None:
+    async def call_tool_unserved(self, request: McpRequest, tool: Tool, proceed: ProceedToolCall) -> Any:
         if tool.extension_options.get("task_support") == "required":
             where = (
-                "a client speaking MCP 2026-07-28 that declares it"
+                "a client speaking MCP 2026-07-28 that declares it: this client speaks "
+                f"{request.protocol_version}, which has no tasks"
                 if request.era != "modern"
                 else "a request for which the extension is enabled"
             )
             raise missing_capability(
                 _REQUIRED, f"Tool {tool.name!r} runs only as a task: it needs {EXTENSION_ID} from {where}"
             )
+        return await self._call_in_request(request, tool, proceed, served=False)
+
+    async def _call_in_request(self, request: McpRequest, tool: Tool, proceed: ProceedToolCall, served: bool) -> Any:
+        """The tool's body in the request, without a task: a task tool's ``request.task`` is None."""
+        if tool.extension_options.get("task_support", "forbidden") == "forbidden":
+            return await proceed(request)
+        token = _current_call.set(_ToolCall(self, request, tool, served))
+        try:
+            return await proceed(TaskRequest.of(request, None))
+        finally:
+            _current_call.reset(token)
 
     async def subscribe(self, request: McpRequest, notifications: Mapping[str, Any]) -> ListenSubscription:
         if not request.declares_extension(EXTENSION_ID):
@@ -443,7 +451,7 @@ def can_create_task(request: McpRequest) -> bool:
     if current_task(request) is not None:
         return True
     call = _current_call.get()
-    return call is not None and request.declares_extension(EXTENSION_ID)
+    return call is not None and call.served and request.declares_extension(EXTENSION_ID)
 
 
 async def astart_task(request: McpRequest, *, run: Run, status_message: str = "") -> Any:
@@ -468,7 +476,7 @@ async def astart_task(request: McpRequest, *, run: Run, status_message: str = ""
             await task.aupdate(status_message)
         return await call_run(run, task)
     call = _current_call.get()
-    if call is None or not request.declares_extension(EXTENSION_ID):
+    if call is None or not call.served or not request.declares_extension(EXTENSION_ID):
         return await call_run(run, InlineTask(request, call.tool if call is not None else None))
     return await call.plugin.create(request, call.tool, run, status_message)
 
