@@ -47,6 +47,14 @@ async def declared(request: TaskRequest, text: str = "x") -> str:
     return f"inline: {text}"
 
 
+@task_tools.register(task_support="optional", task_status_message="Queued")
+async def declared_queued(request: TaskRequest) -> str:
+    """The handle of the declarative form carries its first statusMessage."""
+    assert request.task is not None
+    await asyncio.sleep(30)
+    return "never"
+
+
 @task_tools.register(task_support="optional")
 def declared_sync(request: TaskRequest, text: str = "x") -> str:
     """A plain def body runs in a thread, as the task too (sync twins of update and input)."""

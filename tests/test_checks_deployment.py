@@ -82,6 +82,13 @@ class ServerChecks(SimpleTestCase):
         [error] = _server_errors(server)
         assert error.id == "django_mcp.E006" and "task_support must be one of" in error.msg
 
+    def test_e006_an_empty_task_status_message(self):
+        tools = ToolRegistry(name="e006d")
+        tools.register(lambda request: "x", name="blank", task_support="optional", task_status_message=" ")
+        server = McpServer(tools=tools, extension_plugins=[McpTasks()], urls_namespace="e006d")
+        [error] = _server_errors(server)
+        assert error.id == "django_mcp.E006" and "task_status_message must be a non-empty string" in error.msg
+
     def test_a_task_tool_with_the_plugin_is_clean(self):
         tools = ToolRegistry(name="e006c")
         tools.register(lambda request: "x", name="fine", task_support="optional", run_body_as_task=False)

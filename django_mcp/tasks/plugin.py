@@ -96,6 +96,11 @@ def _backend_alias(value: Any) -> None:
         raise ValueError(f"task_backend must be a TASKS alias or None (run in the web process), not {value!r}")
 
 
+def _status_message(value: Any) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"task_status_message must be a non-empty string, not {value!r}")
+
+
 def _flag(value: Any) -> None:
     if not isinstance(value, bool):
         raise ValueError(f"must be True or False, not {value!r}")
@@ -162,7 +167,12 @@ class McpTasks(ExtensionPlugin):
 
     identifier = EXTENSION_ID
     listen_filter_keys = ("taskIds",)
-    tool_options = {"task_support": _task_support, "run_body_as_task": _flag, "task_backend": _backend_alias}
+    tool_options = {
+        "task_support": _task_support,
+        "run_body_as_task": _flag,
+        "task_backend": _backend_alias,
+        "task_status_message": _status_message,
+    }
 
     def __init__(
         self,
@@ -242,7 +252,8 @@ class McpTasks(ExtensionPlugin):
                 return await proceed(TaskRequest.of(request, task))
 
             backend = tool.extension_options.get("task_backend", self.task_backend)
-            return await self.create(request, tool, body, backend=backend)
+            status_message = tool.extension_options.get("task_status_message", "")
+            return await self.create(request, tool, body, status_message, backend=backend)
         return await self._call_in_request(request, tool, proceed, served=True)
 
     async def call_tool_unserved(self, request: McpRequest, tool: Tool, proceed: ProceedToolCall) -> Any:

@@ -51,7 +51,11 @@ async def render_frame(scene: str, frame: int) -> None:
     await asyncio.sleep(0.5)  # stands in for real work: 100 frames take 50 s
 
 
-@tool(title="Render a scene", task_support="optional")  # "forbidden" (default), "optional", "required"
+@tool(
+    title="Render a scene",
+    task_support="optional",  # "forbidden" (default), "optional", "required"
+    task_status_message="Queued",  # the handle's first statusMessage
+)
 async def render(request: TaskRequest, scene: str, frames: int = 100) -> str:
     """Render a scene frame by frame: as a task (pollable, cancellable) when the client supports tasks."""
     # Declared the extension? This body runs as the task, in the background: request.task is set.
