@@ -40,6 +40,38 @@ def check_task_settings(
     ]
 
 
+@register(Tags.database, deploy=True)
+def check_migrations_applied(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """E009: the tasks' migrations not all applied (``check --deploy --database ALIAS``; ``migrate`` skips it)."""
+    from django.db import DatabaseError, connections, router
+    from django.db.migrations.executor import MigrationExecutor
+
+    from .models import Task
+
+    alias = router.db_for_write(Task)
+    if alias not in (databases or ()):
+        return []
+    try:
+        executor = MigrationExecutor(connections[alias])
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes("django_mcp"))
+    except DatabaseError:  # unreachable: Django's own checks and the first request say so
+        return []
+    pending = [migration.name for migration, _ in plan if migration.app_label == "django_mcp"]
+    if not pending:
+        return []
+    return [
+        Error(
+            f"Database {alias!r} lacks django_mcp migrations {', '.join(pending)}: task requests would answer "
+            "'the task tables are missing or out of date'.",
+            hint="Run `python manage.py migrate` (with --database if the tasks live elsewhere).",
+            obj=alias,
+            id="django_mcp.E009",
+        )
+    ]
+
+
 def check_plugin(plugin: McpTasks, tools: list[Tool]) -> list[CheckMessage]:
     """W006: tasks without a channel layer (cancel, input and pushes then wait for the database).
 

@@ -29,6 +29,8 @@ from django.db.models import Count, F, QuerySet
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
+from ..server.notify import throttle
 from . import loop_read_pg
 from .loop_read import USE_STORE, read_visible
 from .models import ACTIVE, TERMINAL, Task, TaskQuota, TaskStatus
@@ -66,14 +68,39 @@ def _guarded(fn: Callable[P, R], *, writes: bool) -> Callable[P, R]:
                 with _sqlite_writer:
                     return fn(*args, **kwargs)
             return fn(*args, **kwargs)
-        except DatabaseError:
+        except DatabaseError as exc:
             conn.close()  # never reuse a connection that just failed
+            if unmigrated(exc):
+                raise tables_missing(exc) from exc
             raise
         finally:
             if not sqlite:
                 close_old_connections()
 
     return run
+
+
+# PostgreSQL's SQLSTATEs for an undefined table and column; SQLite says it in words.
+_UNDEFINED_SQLSTATES = frozenset({"42P01", "42703"})
+_SQLITE_UNDEFINED = ("no such table: django_mcp_", "no such column: ", "table django_mcp_")
+
+
+def unmigrated(exc: DatabaseError) -> bool:
+    """Whether ``exc`` says a table or column of the tasks is missing: migrations not applied."""
+    if getattr(exc.__cause__, "sqlstate", None) in _UNDEFINED_SQLSTATES:
+        return True
+    return str(exc).startswith(_SQLITE_UNDEFINED)
+
+
+def tables_missing(exc: DatabaseError) -> McpJsonRpcError:
+    """The answer to a request that met :func:`unmigrated`: the cause and the fix, not a retry hint."""
+    throttle.log(logger, logging.ERROR, "unmigrated", "The django_mcp tables are missing or out of date: %s", exc)
+    return McpJsonRpcError(
+        INTERNAL_ERROR,
+        "Server misconfigured: the task tables are missing or out of date; "
+        "its operator must run `python manage.py migrate`",
+        http_status=500,
+    )
 
 
 class TaskLimitReached(Exception):  # noqa: N818
