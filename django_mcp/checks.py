@@ -202,6 +202,47 @@ def check_servers(
     return messages
 
 
+@register(Tags.urls)
+def check_endpoint_paths(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """W013: an endpoint served at ``/mcp/`` but not ``/mcp`` (or the reverse): clients posting to the other
+    get Django's error page (with ``APPEND_SLASH``, a POST cannot be redirected)."""
+    from django.urls import NoReverseMatch, Resolver404, get_resolver, resolve, reverse
+
+    from .endpoint import servers
+
+    try:
+        get_resolver().url_patterns  # noqa: B018 - import the URLconf, which builds the servers
+    except Exception:  # Django's own URL checks report a broken URLconf
+        return []
+    messages: list[CheckMessage] = []
+    for server in list(servers):
+        try:
+            path = reverse(f"{server.urls_namespace}:mcp_post")
+        except NoReverseMatch:  # not mounted (or under a route with parameters)
+            continue
+        other = path[:-1] if path.endswith("/") else f"{path}/"
+        try:
+            served = resolve(other).namespace == server.urls_namespace
+        except Resolver404:
+            served = False
+        if not served:
+            route = path.strip("/")
+            arguments = f'"{route}"' if server.urls_namespace == "django_mcp" else f'"{route}", server'
+            messages.append(
+                checks.Warning(
+                    f"The MCP endpoint {server!r} is served at {path!r} but not at {other!r}: a client given "
+                    f"{other!r} gets Django's HTML error page, not a JSON-RPC answer.",
+                    hint=f'Mount it with mcp_path({arguments}) (or path("{route}", ...) without the trailing slash), '
+                    "which serves both.",
+                    obj=server.urls_namespace,
+                    id="django_mcp.W013",
+                )
+            )
+    return messages
+
+
 @register(Tags.caches)
 def check_session_cache(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any

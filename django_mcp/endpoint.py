@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .conf import McpSettings, get_settings
 from .server.context import McpRequest
@@ -21,7 +21,7 @@ from .server.resources import ResourceRegistry
 from .server.resources import resources as project_resources
 
 if TYPE_CHECKING:
-    from django.http import HttpRequest
+    from django.http import HttpRequest, HttpResponseBase
     from django.urls import URLPattern
     from ninja import NinjaAPI
 
@@ -115,12 +115,21 @@ class McpServer:
 
     @property
     def urls(self) -> tuple[list[URLPattern], str, str]:
-        """For ``path("mcp/", server.urls)`` (or ``include(server.urls)``)."""
+        """For ``path("mcp", server.urls)`` (or ``include(server.urls)``): served at the route and with a slash added.
+
+        ``path("mcp/", ...)`` serves ``/mcp/`` only (check ``django_mcp.W013``): use :func:`mcp_path`.
+        """
+        from django.urls import re_path
+
         from .views import build_api
 
         if self._api is None:
             self._api = build_api(self)
-        return self._api.urls  # type: ignore[return-value]
+        patterns, app_name, namespace = cast("tuple[list[URLPattern], str, str]", self._api.urls)
+        # The endpoint's own route is empty; one more answers a trailing slash after a route without one
+        # (\A, not ^: Django's urls.W002 flags a pattern starting "^/").
+        with_slash = re_path(r"\A/\Z", cast("Callable[..., HttpResponseBase]", patterns[0].callback))
+        return [*patterns, with_slash], app_name, namespace
 
     async def started(self) -> None:
         """Run the extensions' startup hooks once, on the serving loop, before the first request is served."""

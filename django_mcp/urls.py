@@ -2,9 +2,11 @@
 
 ``mcp_path("mcp")`` serves the default server (the project-wide registries) at
 both ``/mcp`` and ``/mcp/``; ``mcp_path("billing/mcp", server)`` serves a server
-of your own there. ``path("mcp/", include("django_mcp.urls"))`` keeps working
-and serves ``/mcp/`` only: Django cannot redirect a POST to the slashed URL, so
-with ``APPEND_SLASH`` a client posting to ``/mcp`` would get an error page.
+of your own there. ``path("mcp", include("django_mcp.urls"))`` and
+``path("mcp", server.urls)`` do the same. With a trailing slash in the route,
+``path("mcp/", ...)`` serves ``/mcp/`` only: Django cannot redirect a POST to the
+slashed URL, so a client posting to ``/mcp`` would get an error page (check
+``django_mcp.W013`` says so).
 """
 
 from __future__ import annotations
@@ -56,6 +58,6 @@ def mcp_path(route: str, server: McpServer | None = None) -> URLResolver:
         )
     stem = route.rstrip("/")
     target = include("django_mcp.urls") if server is None else server.urls
-    # A prefix for include(): "mcp" then an optional "/", then the endpoint's own empty pattern, so /mcp and
-    # /mcp/ both resolve (and APPEND_SLASH has nothing to redirect) while /mcpx and /mcp/x stay 404.
-    return re_path(rf"^{re.escape(stem)}/?" if stem else "^", target)
+    # The endpoint's own patterns answer "" and "/" after the prefix, so /mcp and /mcp/ both resolve (and
+    # APPEND_SLASH has nothing to redirect) while /mcpx, /mcp/x and /mcp// stay 404.
+    return re_path(rf"^{re.escape(stem)}" if stem else "^", target)

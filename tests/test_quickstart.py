@@ -34,6 +34,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
 from django_mcp import McpRequest, McpServer, ToolRegistry, mcp_path
+from django_mcp.checks import check_endpoint_paths
 from tests.live.clients import install
 from tests.live.servers import free_port
 from tests.test_readme import assert_answer, distribution_name, marked_block, marked_blocks, run_shell
@@ -287,6 +288,37 @@ async def test_mcp_path_matches_nothing_else(async_client, path):
 def test_mcp_path_keeps_the_namespaces():
     assert reverse("django_mcp:mcp_post") == "/mcp"
     assert reverse("quickstart_own:mcp_post") == "/billing/mcp"
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/mcp/", "/mcp-tasks", "/mcp-tasks/", "/mcp-fleet", "/mcp-fleet/"])
+async def test_path_without_a_slash_serves_both(async_client, path):
+    # tests/urls.py: mcp_path("mcp"), path("mcp-tasks", server.urls), path("mcp-fleet", include(...)).
+    response = await post(async_client, request_body("tools/list"), path=path)
+    assert response.status_code == 200 and "tools" in json.loads(response.content)["result"]
+
+
+@pytest.mark.parametrize("path", ["/mcp-tasksx", "/mcp-tasks/x", "/mcp-tasks//x"])
+async def test_path_without_a_slash_matches_nothing_else(async_client, path):
+    response = await post(async_client, request_body("tools/list"), path=path)
+    assert response.status_code == 404
+
+
+def test_w013_is_silent_for_every_form_that_serves_both():
+    assert [m for m in check_endpoint_paths() if m.id == "django_mcp.W013"] == []
+
+
+@pytest.mark.urls("tests.urls_slashed")
+def test_w013_a_route_with_a_trailing_slash():
+    [warning] = check_endpoint_paths()
+    assert warning.id == "django_mcp.W013"
+    assert "served at '/mcp/' but not at '/mcp'" in warning.msg
+    assert 'mcp_path("mcp")' in warning.hint
+
+
+@pytest.mark.urls("tests.urls_slashed")
+async def test_a_route_with_a_trailing_slash_serves_its_own_path(async_client):
+    response = await post(async_client, request_body("tools/list"), path="/mcp/")
+    assert response.status_code == 200
 
 
 @pytest.mark.parametrize("route", ["/mcp", "<int:tenant>/mcp", "a//mcp"])

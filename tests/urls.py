@@ -1,19 +1,22 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from django_mcp import mcp_path
+
 from . import servers, task_servers
 
+# Each form of mounting an endpoint, each serving its route with and without the trailing slash.
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("mcp/", include("django_mcp.urls")),
-    path("mcp-bearer/", servers.bearer_server.urls),
-    path("mcp-ext/", servers.extension_server.urls),
-    path("mcp-dynamic/", servers.dynamic_server.urls),
-    path("mcp-content/", servers.content_server.urls),
-    path("mcp-tasks/", task_servers.tasks_server.urls),
-    path("mcp-small/", task_servers.small_server.urls),
-    path("mcp-principal/", task_servers.principal_server.urls),
-    path("mcp-cap/", task_servers.cap_server.urls),
-    path("mcp-owner-cap/", task_servers.owner_cap_server.urls),
-    path("mcp-fleet/", include("tests.fleetapp.urls")),
+    mcp_path("mcp"),
+    path("mcp-bearer", servers.bearer_server.urls),
+    path("mcp-ext", servers.extension_server.urls),
+    path("mcp-dynamic", servers.dynamic_server.urls),
+    path("mcp-content", servers.content_server.urls),
+    path("mcp-tasks", task_servers.tasks_server.urls),
+    path("mcp-small", task_servers.small_server.urls),
+    path("mcp-principal", task_servers.principal_server.urls),
+    path("mcp-cap", task_servers.cap_server.urls),
+    path("mcp-owner-cap", task_servers.owner_cap_server.urls),
+    path("mcp-fleet", include("tests.fleetapp.urls")),
 ]
