@@ -209,7 +209,7 @@ MEASURE = """(() => {
     columns: [...table.querySelectorAll('thead th')].map(th => Math.round(th.getBoundingClientRect().width)),
     content: Math.round(document.querySelector('.changelist-form-container').getBoundingClientRect().width),
     rows: [...table.querySelectorAll('tbody tr')].map(row => {
-      const id = cell(row, 'short_id').querySelector('code');
+      const id = cell(row, 'task_id').querySelector('code');
       const lineHeight = id.getBoundingClientRect().height;
       const who = cell(row, 'who').firstElementChild;
       const message = cell(row, 'message').querySelector('span span');
@@ -343,6 +343,15 @@ def test_task_list_renders_whose_what_when_at_1400px(admin_url, browser, tmp_pat
     assert detail["help"]["status_message"] == str(Task._meta.get_field("status_message").help_text)
     assert detail["help"]["who"] == str(Task._meta.get_field("user").help_text)
     assert detail["help"]["owner"] == str(Task._meta.get_field("owner").help_text)
+    # A running task's page has the cancel button among the object tools, in the admin's delete colour.
+    assert detail["cancel"]["text"].lower() == "cancel task" and detail["cancel"]["shown"]
+    assert detail["cancel"]["background"] == "rgb(186, 33, 33)" and detail["cancel"]["top"] < HEIGHT
+    browser.load("document.querySelector('.mcp-cancel-task button').click()")
+    after = browser.evaluate(DETAIL)
+    browser.screenshot(Path(os.environ.get("DJANGO_MCP_SCREENSHOTS") or tmp_path) / "admin-task-cancelled.png")
+    assert after["messages"] == ["Requested cancellation of the task."]
+    ada_task.refresh_from_db()
+    assert ada_task.cancel_requested is True  # web-1 runs it: the flag is what it picks up
     assert all(detail["help"].values()), detail["help"]
     assert detail["overflow"] <= 0
 
@@ -358,5 +367,10 @@ DETAIL = """(() => {
   return {
     id: text('id'), created: text('created'), updated: text('updated'), who: text('who'), help,
     overflow: document.documentElement.scrollWidth - innerWidth,
+    cancel: (b => b && {text: b.innerText, shown: b.offsetWidth > 0 && b.offsetHeight > 0,
+                        background: getComputedStyle(b).backgroundColor,
+                        top: Math.round(b.getBoundingClientRect().top)})(
+      document.querySelector('.object-tools .mcp-cancel-task button')),
+    messages: [...document.querySelectorAll('.messagelist li')].map(li => li.innerText.trim()),
   };
 })()"""

@@ -4,6 +4,7 @@ import asyncio
 import datetime
 import json
 import re
+import uuid
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -11,6 +12,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
 from django_mcp.models import Task
+from django_mcp.tasks.admin import unique_prefix_chars
 from django_mcp.tasks.models import creator_fields
 from tests.task_servers import stop_all_tasks
 from tests.test_tasks import create, get, wait_for
@@ -109,14 +111,14 @@ def rows(page: str) -> list[str]:
 
 
 def row_of(page: str, task: Task) -> str:
-    found = [row for row in rows(page) if f">{task.id.hex[:8]}</code>" in row]
-    assert len(found) == 1, f"{task.id.hex[:8]} in {len(found)} rows"
+    found = [row for row in rows(page) if f'<code title="{task.id}"' in row]
+    assert len(found) == 1, f"{task.id} in {len(found)} rows"
     return found[0]
 
 
 def listed(page: str) -> set[str]:
-    """The short ids of the listed tasks."""
-    return set(re.findall(r'<code title="[0-9a-f-]{36}"[^>]*>([0-9a-f]{8})</code>', page))
+    """The ids of the listed tasks (each the tooltip of its shown prefix)."""
+    return set(re.findall(r'class="field-task_id"><a [^>]*><code title="([0-9a-f-]{36})"', page))
 
 
 @pytest.fixture
@@ -161,11 +163,10 @@ async def test_the_list_answers_whose_what_when(admin_client, people, paris):
     )
     page = (await admin_client.get(LIST)).content.decode()
     row = row_of(page, task)
-    # The identity column: 8 hex digits on one line, the full id as a tooltip, linked to the detail page.
+    # The identity column: a prefix no other listed task shares, on one line, the whole id as a tooltip, linked.
     assert f'<code title="{task.id}" style="font-family:var(--font-family-monospace, monospace);' in row
-    assert "white-space:nowrap" in row
+    assert f">{task.id.hex[:8]}</code>" in row and "white-space:nowrap" in row
     assert f'href="/admin/django_mcp/task/{task.id}/change/' in row
-    assert str(task.id) not in re.sub(r'(title|href|value|aria-label)="[^"]*"', "", row)  # shown only as its short form
     # Whose: the Django user, linked to their admin page; never the owner digest.
     assert f'<a href="/admin/auth/user/{ada.pk}/change/" title="Ada Lovelace · ada@example.com"' in row
     assert ">ada</a>" in row
@@ -234,7 +235,7 @@ async def test_filters_status_tool_user_kind_and_expired(admin_client, people):
         return listed(response.content.decode())
 
     def short(*tasks: Task) -> set[str]:
-        return {t.id.hex[:8] for t in tasks}
+        return {str(t.id) for t in tasks}
 
     assert await ids("?status__exact=completed") == short(adas)
     assert await ids("?tool=export") == short(anon, expired)
@@ -290,8 +291,8 @@ async def test_search_by_short_or_full_id(admin_client):
     other = await make()
     for query in (task.id.hex[:8], str(task.id)):
         page = (await admin_client.get(LIST, {"q": query})).content.decode()
-        assert listed(page) == {task.id.hex[:8]}, query
-    assert other.id.hex[:8] not in listed((await admin_client.get(LIST, {"q": task.id.hex[:8]})).content.decode())
+        assert listed(page) == {str(task.id)}, query
+    assert str(other.id) not in listed((await admin_client.get(LIST, {"q": task.id.hex[:8]})).content.decode())
 
 
 async def test_detail_shows_full_id_seconds_and_what_each_field_means(admin_client, people, paris):
@@ -321,6 +322,96 @@ async def test_detail_shows_full_id_seconds_and_what_each_field_means(admin_clie
         assert str(Task._meta.get_field(name).help_text) in page, name  # Django does not escape help texts
     assert f'href="/admin/auth/user/{ada.pk}/change/"' in page
     assert 'name="_save"' not in page and "deletelink" not in page
+
+
+SHOWN_ID = r'class="field-task_id"><a [^>]*><code [^>]*>([0-9a-f]+)</code>'
+
+
+async def test_listed_ids_never_share_their_shown_prefix(admin_client):
+    # Three ids alike in their first 10 hex digits (as time-ordered ids made together were): 11 are shown.
+    ids = [uuid.UUID(f"0123456789{tail}{'0' * 21}") for tail in ("a", "b", "c")]
+    for task_id in ids:
+        await make(id=task_id)
+    shown = re.findall(SHOWN_ID, (await admin_client.get(LIST)).content.decode())
+    assert sorted(shown) == sorted(i.hex[:11] for i in ids)
+    await Task.objects.all().adelete()
+    others = [await make() for _ in range(3)]
+    shown = re.findall(SHOWN_ID, (await admin_client.get(LIST)).content.decode())
+    assert sorted(shown) == sorted(t.id.hex[:8] for t in others)  # random ids: 8 hex digits tell them apart
+
+
+@pytest.mark.parametrize(
+    "ids, chars", [([], 8), (["ab" * 16], 8), (["a" * 32, "a" * 31 + "b"], 32), (["0" * 9 + "1", "0" * 9 + "2"], 10)]
+)
+def test_unique_prefix_chars(ids, chars):
+    assert unique_prefix_chars(ids) == chars
+
+
+def test_help_texts_name_only_what_is_served():
+    for field in Task._meta.concrete_fields:
+        assert "tasks/result" not in str(field.help_text), field.name
+
+
+# -- the detail page's cancel button: the list action's path and permission, for one task ------------
+
+CANCEL_BUTTON = "Cancel task</button>"
+
+
+async def test_the_detail_page_of_a_running_task_cancels_it(admin_client):
+    task_id = (await create(admin_client, "slow", {"seconds": 30}))["taskId"]
+    page = (await admin_client.get(f"{LIST}{task_id}/change/")).content.decode()
+    assert CANCEL_BUTTON in page and f'action="{LIST}{task_id}/cancel/"' in page
+    response = await admin_client.post(f"{LIST}{task_id}/cancel/", follow=True)
+    assert response.redirect_chain == [(f"{LIST}{task_id}/change/", 302)]
+    assert "Requested cancellation of the task." in response.content.decode()
+    assert (await wait_for(admin_client, task_id, "cancelled"))["status"] == "cancelled"
+    page = (await admin_client.get(f"{LIST}{task_id}/change/")).content.decode()
+    assert CANCEL_BUTTON not in page  # finished
+
+
+async def test_a_finished_task_has_no_cancel_button_and_a_post_changes_nothing(admin_client):
+    task = await make(status="completed", lease_expires_at=CREATED)
+    page = (await admin_client.get(f"{LIST}{task.pk}/change/")).content.decode()
+    assert CANCEL_BUTTON not in page
+    response = await admin_client.post(f"{LIST}{task.pk}/cancel/", follow=True)
+    assert "The task had already finished." in response.content.decode()
+    await task.arefresh_from_db()
+    assert (task.status, task.cancel_requested) == ("completed", False)
+
+
+async def test_the_cancel_button_needs_the_cancel_permission(async_client):
+    await staff(async_client, "view_task")
+    task = await make(node="elsewhere")
+    page = (await async_client.get(f"{LIST}{task.pk}/change/")).content.decode()
+    assert CANCEL_BUTTON not in page
+    assert (await async_client.post(f"{LIST}{task.pk}/cancel/")).status_code == 403
+    await task.arefresh_from_db()
+    assert task.cancel_requested is False
+
+
+async def test_staff_with_the_cancel_permission_get_the_button(async_client):
+    await staff(async_client, "view_task", "cancel_task")
+    task = await make(node="elsewhere")
+    page = (await async_client.get(f"{LIST}{task.pk}/change/")).content.decode()
+    assert CANCEL_BUTTON in page
+    await async_client.post(f"{LIST}{task.pk}/cancel/")
+    await task.arefresh_from_db()
+    assert task.cancel_requested is True  # the owning process picks the flag up
+
+
+async def test_cancel_is_post_only_and_unknown_tasks_are_404(admin_client):
+    task = await make(node="elsewhere")
+    assert (await admin_client.get(f"{LIST}{task.pk}/cancel/")).status_code == 405
+    await task.arefresh_from_db()
+    assert task.cancel_requested is False
+    assert (await admin_client.post(f"{LIST}00000000-0000-4000-8000-000000000000/cancel/")).status_code == 404
+
+
+async def test_the_lease_is_shown_only_while_the_task_runs(admin_client):
+    running = await make(lease_expires_at=CREATED)
+    finished = await make(status="failed", lease_expires_at=CREATED)
+    assert "lease expires" in (await admin_client.get(f"{LIST}{running.pk}/change/")).content.decode().lower()
+    assert "lease expires" not in (await admin_client.get(f"{LIST}{finished.pk}/change/")).content.decode().lower()
 
 
 # -- deleting expired tasks: the sweep, for users with the delete permission ------------------------

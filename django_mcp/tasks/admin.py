@@ -7,13 +7,16 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import quote
+from django.contrib.admin.utils import quote, unquote
 from django.contrib.auth import get_permission_codename, get_user_model
-from django.http import HttpRequest
-from django.urls import NoReverseMatch, reverse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponseRedirect
+from django.urls import NoReverseMatch, path, reverse
 from django.utils import timezone
+from django.utils.decorators import method_decorator
 from django.utils.html import format_html
 from django.utils.text import Truncator
+from django.views.decorators.http import require_POST
 
 from .models import ACTIVE, OwnerKind, Task, TaskQuerySet
 
@@ -72,6 +75,14 @@ def _short_digest(owner: str) -> str:
     return format_html('<code title="{}" style="{}">{}…</code>', owner, _MONO, digest[:8])
 
 
+def unique_prefix_chars(ids: list[str], shortest: int = 8) -> int:
+    """How many leading characters tell every id of ``ids`` apart (at least ``shortest``)."""
+    chars = shortest
+    while len({i[:chars] for i in ids}) < len(set(ids)):
+        chars += 1
+    return chars
+
+
 def _help(name: str) -> str:
     return str(getattr(Task._meta.get_field(name), "help_text", ""))
 
@@ -103,8 +114,8 @@ class ExpiredFilter(admin.SimpleListFilter):
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):  # not subscriptable at run time
-    list_display = ["short_id", "tool_shown", "status_shown", "who", "message", "created", "updated", "expires"]
-    list_display_links = ["short_id"]
+    list_display = ["task_id", "tool_shown", "status_shown", "who", "message", "created", "updated", "expires"]
+    list_display_links = ["task_id"]
     list_filter = ["status", ExpiredFilter, "tool", "owner_kind", ("user", UserFilter)]
     list_select_related = ["user"]
     search_help_text = "Task id (or its first characters), tool, status message, user name or e-mail, owner digest."
@@ -134,9 +145,19 @@ class TaskAdmin(admin.ModelAdmin):  # not subscriptable at run time
     # -- the list ----------------------------------------------------------------------
 
     @admin.display(description="task", ordering="id")
-    def short_id(self, task: Task) -> str:
-        """The first 8 hex digits on one line; the full id as a tooltip and on the detail page."""
-        return format_html('<code title="{}" style="{}">{}</code>', task.id, _MONO, task.id.hex[:8])
+    def task_id(self, task: Task) -> str:
+        """The id's shortest prefix (8 hex digits or more) that no other listed task shares; the whole id as
+        a tooltip and on the detail page."""
+        chars = getattr(task, "_listed_prefix_chars", len(task.id.hex))
+        return format_html('<code title="{}" style="{}">{}</code>', task.id, _MONO, task.id.hex[:chars])
+
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        changelist = super().get_changelist_instance(request)
+        tasks = list(changelist.result_list)
+        chars = unique_prefix_chars([task.id.hex for task in tasks])
+        for task in tasks:
+            task._listed_prefix_chars = chars
+        return changelist
 
     @admin.display(description="tool", ordering="tool")
     def tool_shown(self, task: Task) -> str:
@@ -221,6 +242,15 @@ class TaskAdmin(admin.ModelAdmin):  # not subscriptable at run time
     def lease_expires(self, task: Task) -> str:
         return _when(task.lease_expires_at)
 
+    def get_fieldsets(self, request: HttpRequest, obj: Task | None = None) -> Any:
+        # A lease means something only while the task runs: a finished task's last one is history.
+        if obj is None or obj.status in ACTIVE:
+            return self.fieldsets
+        return [
+            (name, {**options, "fields": tuple(f for f in options["fields"] if f != "lease_expires")})
+            for name, options in self.fieldsets
+        ]
+
     def _user_url(self, user: Any) -> str | None:
         """The user's change page in this admin site, if the user model is registered there."""
         if not self.admin_site.is_registered(type(user)):
@@ -286,6 +316,44 @@ class TaskAdmin(admin.ModelAdmin):  # not subscriptable at run time
         }
         kwargs["help_texts"] = {**help_texts, **kwargs.get("help_texts", {})}
         return super().get_form(request, obj, change, **kwargs)
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> Any:
+        task = self.get_object(request, unquote(object_id))
+        cancellable = task is not None and task.status in ACTIVE and self.has_cancel_permission(request)
+        return super().change_view(
+            request, object_id, form_url, {"can_cancel_task": cancellable, **(extra_context or {})}
+        )
+
+    def get_urls(self) -> list[Any]:
+        view = self.admin_site.admin_view(self.cancel_view)
+        name = f"{self.opts.app_label}_{self.opts.model_name}_cancel"
+        return [path("<path:object_id>/cancel/", view, name=name), *super().get_urls()]
+
+    @method_decorator(require_POST)
+    def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponseRedirect:
+        """The detail page's "Cancel task" button: the list action's path and permission, for one task."""
+        if not self.has_cancel_permission(request):
+            raise PermissionDenied
+        task = self.get_object(request, unquote(object_id))
+        if task is None:
+            raise Http404(f"No task with id {object_id!r}.")
+        if task.status in ACTIVE:
+            from .plugin import cancel_task  # the same code path as tasks/cancel
+
+            cancel_task(task)
+            self.message_user(request, "Requested cancellation of the task.", messages.SUCCESS)
+        else:
+            self.message_user(request, "The task had already finished.", messages.WARNING)
+        opts = self.opts
+        return HttpResponseRedirect(
+            reverse(
+                f"admin:{opts.app_label}_{opts.model_name}_change",
+                args=[quote(task.pk)],
+                current_app=self.admin_site.name,
+            )
+        )
 
     # -- permissions and actions ---------------------------------------------------------
 

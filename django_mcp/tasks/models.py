@@ -54,7 +54,7 @@ class TaskQuerySet(models.QuerySet["Task"]):
 
 
 class Task(models.Model):
-    """One task (SEP-2663). Created by ``mcp_task``; read by ``tasks/get`` from any process."""
+    """One task (SEP-2663). Created by a task tool's ``tools/call``; read by ``tasks/get`` from any process."""
 
     id = models.UUIDField(
         primary_key=True, default=uuid.uuid4, editable=False, help_text="The task's id: taskId on the wire."
@@ -108,7 +108,7 @@ class Task(models.Model):
         default=list, blank=True, help_text="Every input request key issued for the task; a key is never reused."
     )
     result = models.JSONField(
-        null=True, blank=True, help_text="The tool's result, once the task completed (what tasks/result returns)."
+        null=True, blank=True, help_text="The tool's result, once the task completed (inlined in tasks/get's answer)."
     )
     error = models.JSONField(null=True, blank=True, help_text="The JSON-RPC error the task failed with.")
     cancel_requested = models.BooleanField(

@@ -36,6 +36,8 @@ CLIENTS = Path(__file__).resolve().parent / "clients"
 CLIENT_TIMEOUT_S = 120
 MODERN = "2026-07-28"
 HANDSHAKE = "2025-11-25"
+RENDERED = "Rendered 'x' (2 frames)."
+EXAMPLE_TASK_TOOLS = ["--skip-elicitation", "--task-tools"]  # render (optional), delete_everything (required)
 
 legacy_era = pytest.mark.skipif(
     not LEGACY_ERA_SERVED,
@@ -71,6 +73,26 @@ def mcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.conformance.asgi:application"], env=env
     ) as base:
         yield base + "/mcp/"
+
+
+@pytest.fixture(scope="module")
+def example_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The example project (README's render and delete_everything) under daphne on 127.0.0.1."""
+    env = {
+        "DJANGO_SETTINGS_MODULE": "example_project.settings",
+        "DJANGO_MCP_SQLITE": str(tmp_path_factory.mktemp("example") / "db.sqlite3"),
+    }
+    subprocess.run(  # noqa: S603 - our own interpreter and arguments
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        check=True,
+        timeout=120,
+    )
+    with server_process(
+        ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "example_project.asgi:application"], env=env
+    ) as base:
+        yield base + "/mcp"
 
 
 def run_client(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -190,3 +212,51 @@ def test_python_sdk_legacy_mode(clients: dict[str, install.Installed], mcp_url: 
     summary = run_client([*cmd, "--expect-version", HANDSHAKE])
     assert_passed(summary)
     assert summary["steps"]["call_echo"]["text"] == "hi"
+
+
+# ---------------------------------------------------------------- the example's task tools, without tasks
+# A handshake-era client never has the tasks extension: the README's render (task_support="optional",
+# reads request.task) runs in the request; delete_everything (task_support="required") is refused.
+
+
+def assert_task_tools_without_tasks(summary: dict[str, Any]) -> None:
+    __tracebackhide__ = True
+    assert_passed(summary)
+    assert summary["steps"]["call_render"]["text"] == RENDERED
+    refused = summary["steps"]["call_task_required"]
+    assert refused["code"] == -32021
+    assert "io.modelcontextprotocol/tasks" in refused["message"] and MODERN in refused["message"]
+
+
+@legacy_era
+def test_typescript_sdk_1x_runs_the_example_task_tools(clients: dict[str, install.Installed], example_url: str) -> None:
+    summary = run_client(
+        [clients["node"].path, str(CLIENTS / "ts_client.mjs"), example_url, *EXAMPLE_TASK_TOOLS],
+        env={"DJANGO_MCP_TS_SDK": clients["ts-sdk"].path},
+    )
+    assert summary["steps"]["connect"]["protocolVersion"] == HANDSHAKE
+    assert_task_tools_without_tasks(summary)
+
+
+@legacy_era
+def test_typescript_client_2x_default_mode_runs_the_example_task_tools(
+    clients: dict[str, install.Installed], example_url: str
+) -> None:
+    """@modelcontextprotocol/client 2.x in its default mode speaks the handshake era."""
+    summary = run_client(
+        [clients["node"].path, str(CLIENTS / "ts2_client.mjs"), example_url],
+        env={"DJANGO_MCP_TS_CLIENT": clients["ts-client"].path},
+    )
+    connect = summary["steps"]["connect"]
+    assert (connect["era"], connect["protocolVersion"]) == ("legacy", HANDSHAKE)
+    assert_task_tools_without_tasks(summary)
+    assert summary["steps"]["close"]["deleted"] is True
+
+
+@legacy_era
+def test_python_sdk_legacy_mode_runs_the_example_task_tools(
+    clients: dict[str, install.Installed], example_url: str
+) -> None:
+    cmd = [venv_python(clients, "python-sdk"), str(CLIENTS / "py_client.py"), example_url, "--mode", "legacy"]
+    summary = run_client([*cmd, "--expect-version", HANDSHAKE, *EXAMPLE_TASK_TOOLS])
+    assert_task_tools_without_tasks(summary)

@@ -9,6 +9,9 @@ do no network work.
   else the npm registry package ``node-linux-<arch>``.
 * ``@modelcontextprotocol/sdk`` (the TypeScript SDK, 1.x line) with
   ``npm install --ignore-scripts`` into ``<cache>/ts-sdk-<version>``.
+* ``@modelcontextprotocol/client`` (the TypeScript SDK, 2.x line: the client
+  package, with ``@modelcontextprotocol/core`` as its dependency) the same way
+  into ``<cache>/ts-client-<version>``.
 * the Python SDK ``mcp`` into the venv ``<cache>/mcp-<version>``.
 * ``fastmcp`` + ``fastmcp-tasks`` (and the same ``mcp``) into the venv
   ``<cache>/fastmcp-<version>``.
@@ -37,6 +40,10 @@ from tests.conformance import runner
 CACHE_ENV = "DJANGO_MCP_CLIENTS_CACHE"
 TS_SDK_PACKAGE = "@modelcontextprotocol/sdk"
 TS_SDK_VERSION = "1.32.2"  # the newest 1.x on the npm registry (the 1.x line speaks 2025-11-25 and older only)
+TS_CLIENT_PACKAGE = "@modelcontextprotocol/client"
+# The 2.x line (Node >= 20): speaks 2026-07-28 and the handshake era; its default
+# versionNegotiation mode is "legacy" (a plain initialize, 2025-11-25), "auto" probes server/discover.
+TS_CLIENT_VERSION = "2.4.0"
 MCP_VERSION = "2.3.0"  # the Python SDK: speaks 2026-07-28 and the handshake era (mode="legacy" / "auto")
 FASTMCP_VERSION = "4.1.4"  # fastmcp-tasks 4.1.4 pins fastmcp-slim 4.1.4, so fastmcp 4.2.x cannot join it
 FASTMCP_TASKS_VERSION = "4.1.4"
@@ -85,6 +92,17 @@ def ensure_ts_sdk(log: TextIO) -> Path:
     package = prefix / "node_modules" / "@modelcontextprotocol" / "sdk"
     try:
         runner.npm_install(prefix, f"{TS_SDK_PACKAGE}@{TS_SDK_VERSION}", package / "package.json", log)
+    except runner.ConformanceError as exc:
+        raise InstallError(str(exc)) from exc
+    return package
+
+
+def ensure_ts_client(log: TextIO) -> Path:
+    """The installed package folder ``.../node_modules/@modelcontextprotocol/client`` (the 2.x client)."""
+    prefix = cache_dir() / f"ts-client-{TS_CLIENT_VERSION}"
+    package = prefix / "node_modules" / "@modelcontextprotocol" / "client"
+    try:
+        runner.npm_install(prefix, f"{TS_CLIENT_PACKAGE}@{TS_CLIENT_VERSION}", package / "package.json", log)
     except runner.ConformanceError as exc:
         raise InstallError(str(exc)) from exc
     return package
@@ -160,6 +178,7 @@ def install_all(log: TextIO | None = None) -> dict[str, Installed]:
     return {
         "node": _timed("node", f">={runner.MIN_NODE_MAJOR}", lambda: ensure_node(log)),
         "ts-sdk": _timed(TS_SDK_PACKAGE, TS_SDK_VERSION, lambda: ensure_ts_sdk(log)),
+        "ts-client": _timed(TS_CLIENT_PACKAGE, TS_CLIENT_VERSION, lambda: ensure_ts_client(log)),
         "python-sdk": _timed("mcp", MCP_VERSION, lambda: ensure_python_sdk(log)),
         "fastmcp": _timed(
             "fastmcp + fastmcp-tasks", f"{FASTMCP_VERSION} + {FASTMCP_TASKS_VERSION}", lambda: ensure_fastmcp(log)

@@ -1,6 +1,6 @@
 """Drive a django-mcp server with the official Python SDK client (``mcp`` 2.x).
 
-``<venv python> py_client.py URL --mode legacy|auto``
+``<venv python> py_client.py URL --mode legacy|auto [--skip-elicitation] [--task-tools [--required-tool NAME]]``
 
 Runs in the SDK's own venv (see ``install.py``), so it imports nothing from
 this repository. ``Client(url, mode=...)``: ``"legacy"`` forces the
@@ -10,8 +10,16 @@ handshake otherwise). Steps: connect, ``tools/list``, ``tools/call echo
 {"text": "hi"}``, then an elicitation round trip through ``test_elicitation``
 (a server→client ``elicitation/create`` in the handshake era, an MRTR
 ``input_required`` round in 2026-07-28; the SDK answers both through
-``elicitation_callback``). ``--expect-version`` makes the negotiated version a
-step of its own. Prints one JSON summary on stdout; exit code 0 = every step passed.
+``elicitation_callback``; ``--skip-elicitation`` leaves it out, for a server
+without ``test_elicitation`` such as the example project). ``--expect-version``
+makes the negotiated version a step of its own. ``--task-tools`` adds the task
+tools, for the handshake era (``--mode legacy``): ``render {"scene": "x",
+"frames": 2}`` (``task_support="optional"``: without the tasks extension it must
+run in the request and answer the plain text result) and the "required" tool
+(``delete_everything``, or ``--required-tool NAME``), which must be refused with
+the JSON-RPC error -32021 naming ``io.modelcontextprotocol/tasks``; a failure of
+either is recorded and the next step still runs. Prints one JSON summary on
+stdout; exit code 0 = every step passed.
 """
 
 from __future__ import annotations
@@ -27,25 +35,34 @@ from typing import Any
 
 import anyio
 import mcp.types as types
-from mcp import Client
+from mcp import Client, MCPError
 
 ANSWER = {"username": "alice", "email": "alice@example.com"}
+EXTENSION = "io.modelcontextprotocol/tasks"
+RENDERED = "Rendered 'x' (2 frames)."
+TASK_REQUIRED = -32021
 
 
 class StepFailed(Exception):
-    pass
+    def __init__(self, message: str, detail: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail or {}
 
 
 def text_of(result: types.CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
-async def drive(url: str, mode: str, expect_version: str | None, summary: dict[str, Any]) -> None:
+async def drive(
+    url: str, mode: str, expect_version: str | None, summary: dict[str, Any], options: argparse.Namespace
+) -> None:
     with anyio.fail_after(60):
-        await _drive(url, mode, expect_version, summary)
+        await _drive(url, mode, expect_version, summary, options)
 
 
-async def _drive(url: str, mode: str, expect_version: str | None, summary: dict[str, Any]) -> None:
+async def _drive(
+    url: str, mode: str, expect_version: str | None, summary: dict[str, Any], options: argparse.Namespace
+) -> None:
     elicitations: list[dict[str, Any]] = []
 
     async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -57,6 +74,21 @@ async def _drive(url: str, mode: str, expect_version: str | None, summary: dict[
         summary["failed_step"] = name
         detail = await body()
         summary["steps"][name] = {"ok": True, "ms": round((time.monotonic() - started) * 1000), **detail}
+
+    async def soft_step(name: str, body: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        """A step whose StepFailed is recorded (the first in failed_step / error) while the run goes on."""
+        started = time.monotonic()
+        summary["failed_step"] = name
+        try:
+            detail = await body()
+        except StepFailed as exc:
+            ms = round((time.monotonic() - started) * 1000)
+            summary["steps"][name] = {"ok": False, "ms": ms, "error": str(exc), **exc.detail}
+            soft_failures.append((name, str(exc)))
+            return
+        summary["steps"][name] = {"ok": True, "ms": round((time.monotonic() - started) * 1000), **detail}
+
+    soft_failures: list[tuple[str, str]] = []
 
     client = Client(url, mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=20)
     started = time.monotonic()
@@ -77,7 +109,12 @@ async def _drive(url: str, mode: str, expect_version: str | None, summary: dict[
 
         async def list_tools() -> dict[str, Any]:
             names = [tool.name for tool in (await client.list_tools()).tools]
-            for wanted in ("echo", "test_elicitation"):
+            wanted_tools = ["echo"]
+            if not options.skip_elicitation:
+                wanted_tools.append("test_elicitation")
+            if options.task_tools:
+                wanted_tools += ["render", options.required_tool]
+            for wanted in wanted_tools:
                 if wanted not in names:
                     raise StepFailed(f"{wanted} is not listed (got {', '.join(names)})")
             return {"count": len(names)}
@@ -97,12 +134,40 @@ async def _drive(url: str, mode: str, expect_version: str | None, summary: dict[
                 raise StepFailed(f"the tool result does not carry the answer: {result.model_dump(mode='json')}")
             return {"text": text, "message": elicitations[0].get("message")}
 
+        async def call_render() -> dict[str, Any]:
+            result = await client.call_tool("render", {"scene": "x", "frames": 2})
+            detail = {"isError": bool(result.is_error), "text": text_of(result)}
+            if result.is_error or text_of(result) != RENDERED:
+                raise StepFailed(f"expected the text {RENDERED!r}, got {result.model_dump(mode='json')}", detail)
+            return detail
+
+        async def call_task_required() -> dict[str, Any]:
+            tool = options.required_tool
+            try:
+                result = await client.call_tool(tool, {})
+            except MCPError as exc:
+                detail = {"tool": tool, "code": exc.code, "message": exc.message, "data": exc.data}
+                if exc.code != TASK_REQUIRED or EXTENSION not in exc.message:
+                    raise StepFailed(
+                        f"expected error {TASK_REQUIRED} naming {EXTENSION}, got {exc.code}: {exc.message}", detail
+                    ) from exc
+                return detail
+            detail = {"tool": tool, "isError": bool(result.is_error), "text": text_of(result)}
+            raise StepFailed(f"expected error {TASK_REQUIRED}, got the result {result.model_dump(mode='json')}", detail)
+
         if expect_version is not None:
             await step("negotiated_version", negotiated)
         await step("list_tools", list_tools)
         await step("call_echo", call_echo)
-        await step("elicitation", elicitation)
+        if not options.skip_elicitation:
+            await step("elicitation", elicitation)
+        if options.task_tools:
+            await soft_step("call_render", call_render)
+            await soft_step("call_task_required", call_task_required)
     del summary["failed_step"]
+    if soft_failures:
+        summary["failed_step"], summary["error"] = soft_failures[0][0], f"StepFailed: {soft_failures[0][1]}"
+        return
     summary["ok"] = True
 
 
@@ -118,6 +183,9 @@ def main() -> int:
     parser.add_argument("url")
     parser.add_argument("--mode", choices=("legacy", "auto"), required=True)
     parser.add_argument("--expect-version", help="fail unless this protocol version is negotiated")
+    parser.add_argument("--skip-elicitation", action="store_true", help="leave out the test_elicitation step")
+    parser.add_argument("--task-tools", action="store_true", help="call render and the task-required tool too")
+    parser.add_argument("--required-tool", default="delete_everything", help="the task_support='required' tool")
     args = parser.parse_args()
     summary: dict[str, Any] = {
         "client": "mcp",
@@ -128,7 +196,7 @@ def main() -> int:
         "ok": False,
     }
     try:
-        anyio.run(drive, args.url, args.mode, args.expect_version, summary)
+        anyio.run(drive, args.url, args.mode, args.expect_version, summary, args)
     except BaseException as exc:  # noqa: BLE001 - every failure ends up in the summary
         error = first_error(exc)
         error_data = getattr(error, "error", None)  # an MCPError carries the JSON-RPC error

@@ -1,6 +1,6 @@
 // Drive a django-mcp server with the official TypeScript SDK 1.x client (handshake era).
 //
-//   node ts_client.mjs URL
+//   node ts_client.mjs URL [--skip-elicitation] [--task-tools [--required-tool NAME]]
 //
 // DJANGO_MCP_TS_SDK must name the installed package folder
 // (.../node_modules/@modelcontextprotocol/sdk, see install.py). Steps: connect
@@ -8,21 +8,40 @@
 // Mcp-Session-Id kept), tools/list, tools/call echo {"text": "hi"}, then an
 // elicitation round trip: test_elicitation sends elicitation/create to this
 // client mid-call, the handler accepts with a username and email, and the tool
-// result must carry them. Last the session is terminated (DELETE).
+// result must carry them (--skip-elicitation leaves it out, for a server without
+// test_elicitation such as the example project). --task-tools adds the task
+// tools: render {"scene": "x", "frames": 2} (task_support="optional": without
+// the tasks extension it must run in the request and answer the plain text
+// result) and the "required" tool (delete_everything, or --required-tool NAME),
+// which must be refused with the JSON-RPC error -32021 naming
+// io.modelcontextprotocol/tasks; a failure of either is recorded and the next
+// step still runs. Last the session is terminated (DELETE).
 // Prints one JSON summary on stdout; exit code 0 = every step passed.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const url = process.argv[2];
+let url;
+const options = { elicitation: true, taskTools: false, requiredTool: 'delete_everything' };
+for (let i = 2; i < process.argv.length; i++) {
+  const arg = process.argv[i];
+  if (arg === '--skip-elicitation') options.elicitation = false;
+  else if (arg === '--task-tools') options.taskTools = true;
+  else if (arg === '--required-tool') options.requiredTool = process.argv[++i];
+  else url ??= arg;
+}
 const sdk = process.env.DJANGO_MCP_TS_SDK;
 const summary = { client: '@modelcontextprotocol/sdk', url, steps: {}, ok: false };
 const ANSWER = { username: 'alice', email: 'alice@example.com' };
+const EXTENSION = 'io.modelcontextprotocol/tasks';
+const RENDERED = "Rendered 'x' (2 frames).";
+const TASK_REQUIRED = -32021;
 
-function fail(step, message) {
+function fail(step, message, detail) {
   const error = new Error(message);
   error.step = step;
+  error.detail = detail;
   throw error;
 }
 
@@ -33,7 +52,8 @@ function textOf(result) {
     .join('\n');
 }
 
-async function step(name, body) {
+// soft: a failure is recorded (the first one in failedStep / error) and the run goes on; else the run stops there.
+async function step(name, body, { soft = false } = {}) {
   const started = Date.now();
   try {
     const detail = await body();
@@ -41,17 +61,25 @@ async function step(name, body) {
   } catch (error) {
     summary.steps[name] = { ok: false, ms: Date.now() - started };
     error.step ??= name;
-    throw error;
+    if (!soft) throw error;
+    Object.assign(summary.steps[name], { error: `${error.name}: ${error.message}`, ...error.detail });
+    if (error.code !== undefined) summary.steps[name].errorCode = error.code;
+    if (summary.failedStep === undefined) {
+      summary.failedStep = name;
+      summary.error = `${error.name}: ${error.message}`;
+    }
   }
 }
 
 async function main() {
-  if (!url || !sdk) fail('setup', 'usage: DJANGO_MCP_TS_SDK=<sdk folder> node ts_client.mjs URL');
+  if (!url || !sdk || !options.requiredTool) {
+    fail('setup', 'usage: DJANGO_MCP_TS_SDK=<sdk folder> node ts_client.mjs URL [--skip-elicitation] [--task-tools [--required-tool NAME]]');
+  }
   summary.version = JSON.parse(readFileSync(join(sdk, 'package.json'), 'utf8')).version;
   const load = (path) => import(pathToFileURL(join(sdk, 'dist', 'esm', path)).href);
   const { Client } = await load('client/index.js');
   const { StreamableHTTPClientTransport } = await load('client/streamableHttp.js');
-  const { ElicitRequestSchema } = await load('types.js');
+  const { ElicitRequestSchema, McpError } = await load('types.js');
 
   const client = new Client(
     { name: 'django-mcp-live-ts', version: '1.0.0' },
@@ -78,7 +106,10 @@ async function main() {
     await step('list_tools', async () => {
       const { tools } = await client.listTools();
       const names = tools.map((tool) => tool.name);
-      for (const wanted of ['echo', 'test_elicitation']) {
+      const wantedTools = ['echo'];
+      if (options.elicitation) wantedTools.push('test_elicitation');
+      if (options.taskTools) wantedTools.push('render', options.requiredTool);
+      for (const wanted of wantedTools) {
         if (!names.includes(wanted)) fail('list_tools', `${wanted} is not listed (got ${names.join(', ')})`);
       }
       return { count: names.length };
@@ -89,21 +120,63 @@ async function main() {
       if (result.isError || text !== 'hi') fail('call_echo', `expected the text "hi", got ${JSON.stringify(result)}`);
       return { text };
     });
-    await step('elicitation', async () => {
-      const result = await client.callTool({ name: 'test_elicitation', arguments: { message: 'Who are you?' } });
-      const text = textOf(result);
-      if (elicitations.length !== 1) fail('elicitation', `expected 1 elicitation/create, got ${elicitations.length}`);
-      if (result.isError || !text.includes(ANSWER.username) || !text.includes(ANSWER.email)) {
-        fail('elicitation', `the tool result does not carry the answer: ${JSON.stringify(result)}`);
-      }
-      return { text, message: elicitations[0].message };
-    });
+    if (options.elicitation) {
+      await step('elicitation', async () => {
+        const result = await client.callTool({ name: 'test_elicitation', arguments: { message: 'Who are you?' } });
+        const text = textOf(result);
+        if (elicitations.length !== 1) fail('elicitation', `expected 1 elicitation/create, got ${elicitations.length}`);
+        if (result.isError || !text.includes(ANSWER.username) || !text.includes(ANSWER.email)) {
+          fail('elicitation', `the tool result does not carry the answer: ${JSON.stringify(result)}`);
+        }
+        return { text, message: elicitations[0].message };
+      });
+    }
+    if (options.taskTools) {
+      await step(
+        'call_render',
+        async () => {
+          const result = await client.callTool({ name: 'render', arguments: { scene: 'x', frames: 2 } });
+          const text = textOf(result);
+          const detail = { isError: Boolean(result.isError), text };
+          if (result.isError || text !== RENDERED) {
+            fail('call_render', `expected the text ${JSON.stringify(RENDERED)}, got ${JSON.stringify(result)}`, detail);
+          }
+          return detail;
+        },
+        { soft: true },
+      );
+      await step(
+        'call_task_required',
+        async () => {
+          const tool = options.requiredTool;
+          let result;
+          try {
+            // NB: 1.x callTool refuses a tool listed with execution.taskSupport "required" itself (McpError
+            // -32600 "requires task-based execution", no request sent); the handshake-era listing has no execution.
+            result = await client.callTool({ name: tool, arguments: {} });
+          } catch (error) {
+            const detail = { tool, code: error.code, message: error.message, data: error.data };
+            if (!(error instanceof McpError)) fail('call_task_required', `not a JSON-RPC error: ${error}`, detail);
+            if (error.code !== TASK_REQUIRED || !error.message.includes(EXTENSION)) {
+              fail('call_task_required', `expected error ${TASK_REQUIRED} naming ${EXTENSION}, got ${error.message}`, detail);
+            }
+            return detail;
+          }
+          fail('call_task_required', `expected error ${TASK_REQUIRED}, got the result ${JSON.stringify(result)}`, {
+            tool,
+            isError: Boolean(result.isError),
+            text: textOf(result),
+          });
+        },
+        { soft: true },
+      );
+    }
     await step('terminate', async () => {
       const sessionId = transport.sessionId;
       if (sessionId) await transport.terminateSession(); // DELETE with Mcp-Session-Id
       return { deleted: Boolean(sessionId) };
     });
-    summary.ok = true;
+    summary.ok = summary.failedStep === undefined;
   } finally {
     await client.close().catch(() => {});
   }
