@@ -1,14 +1,14 @@
 """The README's Quick start, run as written: a new project in a temporary folder, served by a real ASGI process.
 
 The steps are the README's own blocks (``<!-- quickstart:... -->``, see ``tests/test_readme.py``):
-its shell lines run one by one (``django-admin`` as ``python -m django``; the venv and ``pip
-install`` lines are stood in for by this suite's environment, which has the package installed, and
-the install line must name ``pyproject.toml``'s distribution), its settings are appended to the
-generated ``mysite/settings.py``, its files written, ``manage.py migrate`` and ``manage.py check``
-run, and ``manage.py runserver`` (daphne's) serves the project on 127.0.0.1 on a free port (with
-``--noreload``, so the test stops exactly the process it started). Then the README's curl command
-must give the answer the README shows, and the README's client script, run with the official
-Python SDK (``mcp`` from ``tests/live/clients/install.py``'s cached venv), must print ``5``.
+its shell lines run one by one (``django-admin`` as ``python -m django``). The venv and ``pip
+install ./django-mcp`` lines are stood in for by a fresh venv holding the wheel that ``python -m
+build`` makes of this checkout (what that line installs, not editable). Its settings are appended
+to the generated ``mysite/settings.py``, its files written, ``manage.py migrate`` and ``manage.py
+check`` run, and ``manage.py runserver`` (daphne's) serves the project on 127.0.0.1 on a free port
+(with ``--noreload``, so the test stops exactly the process it started). Then the README's curl
+command must give the answer the README shows, and the README's client script, run with the
+official Python SDK (``mcp`` from ``tests/live/clients/install.py``'s cached venv), must print ``5``.
 
 Also here: ``mcp_path`` (the URL helper the Quick start mounts the endpoint with) serves ``/mcp``
 and ``/mcp/`` alike, over real HTTP and in-process.
@@ -37,16 +37,19 @@ from django_mcp import McpRequest, McpServer, ToolRegistry, mcp_path
 from django_mcp.checks import check_endpoint_paths
 from tests.live.clients import install
 from tests.live.servers import free_port
-from tests.test_readme import assert_answer, distribution_name, marked_block, marked_blocks, run_shell
+from tests.packaging import build, fresh_venv
+from tests.test_readme import assert_answer, marked_block, marked_blocks, run_shell
 from tests.wire import headers_for, post, request_body
 
 README_ADDRESS = "127.0.0.1:8000"
+CHECKOUT = "./django-mcp"  # where the Quick start's reader has this repository
 
 
 @dataclass
 class QuickStart:
     project: Path
     env: dict[str, str]
+    python: str
     base: str = ""
     check_output: str = ""
     ran: list[str] = field(default_factory=list)
@@ -70,31 +73,33 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
     return proc.stdout + proc.stderr
 
 
-def run_setup(code: str, cwd: Path, env: dict[str, str], ran: list[str]) -> Path:
-    """The Quick start's first block; returns the folder its ``cd`` leaves us in."""
+def run_setup(code: str, cwd: Path, env: dict[str, str], ran: list[str], python: str) -> Path:
+    """The Quick start's first block, with ``python`` the venv's; returns the folder its ``cd`` leaves us in."""
     for line in shell_lines(code):
         ran.append(line)
         words = shlex.split(line)
         if line.startswith("python3 -m venv .venv"):
-            continue  # this suite's venv stands in for it
+            continue  # the fresh venv stands in for it
         if words[:2] == ["pip", "install"]:
-            assert words[2:] == [distribution_name()], f"the Quick start installs {words[2:]}"
-            continue  # installed already (editable), as the name pyproject.toml gives
+            assert words[2:] == [CHECKOUT], f"the Quick start installs {words[2:]}"
+            continue  # the fresh venv has the checkout's wheel
         if words[0] == "django-admin":
-            run([sys.executable, "-m", "django", *words[1:]], cwd, env)
+            run([python, "-m", "django", *words[1:]], cwd, env)
         elif words[0] == "cd" and len(words) == 2:
             cwd = cwd / words[1]
         elif words[:2] == ["python", "manage.py"]:
-            run([sys.executable, *words[1:]], cwd, env)
+            run([python, *words[1:]], cwd, env)
         else:
             pytest.fail(f"the Quick start runs {line!r}, which this test does not know how to run")
     return cwd
 
 
-def start_server(project: Path, env: dict[str, str], args: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    python: str, project: Path, env: dict[str, str], args: list[str]
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop_server
-    cmd = [sys.executable, "manage.py", "runserver", *args, f"127.0.0.1:{port}", "--noreload"]
+    cmd = [python, "manage.py", "runserver", *args, f"127.0.0.1:{port}", "--noreload"]
     proc = subprocess.Popen(cmd, cwd=project, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # noqa: S603
     proc.log = log  # type: ignore[attr-defined]
     base = f"http://127.0.0.1:{port}"
@@ -128,9 +133,13 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
 def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickStart]:
     """The Quick start's project, built step by step as the README says, served by ``manage.py runserver``."""
     # Only what a user's shell would have: no settings module or database switches of this suite.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "PG", "REDIS", "PYTEST"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "PG", "REDIS", "PYTEST", "VIRTUAL_ENV"))}
     ran: list[str] = []
-    project = run_setup(marked_block("quickstart", "shell").code, tmp_path_factory.mktemp("quickstart"), env, ran)
+    wheel, _ = build(tmp_path_factory.mktemp("dist"))
+    python = str(fresh_venv(tmp_path_factory.mktemp("venv") / ".venv", str(wheel)))
+    project = run_setup(
+        marked_block("quickstart", "shell").code, tmp_path_factory.mktemp("quickstart"), env, ran, python
+    )
     appended = marked_block("quickstart", "append")
     settings = project / str(appended.argument)
     assert settings.is_file(), f"the Quick start appends to {appended.argument}, which startproject did not create"
@@ -140,7 +149,7 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickStart]
             target = project / str(block.argument)
             assert target.parent.is_dir(), f"{block}: no folder {target.parent.name}/ in the project"
             target.write_text(block.code + "\n")
-    state = QuickStart(project, env, ran=ran)
+    state = QuickStart(project, env, python, ran=ran)
     server = None
     try:
         for line in shell_lines(marked_block("quickstart", "run").code):
@@ -149,11 +158,11 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickStart]
             assert words[:2] == ["python", "manage.py"], f"the Quick start runs {line!r}"
             if words[2] == "runserver":
                 assert server is None
-                server, state.base = start_server(project, env, words[3:])
+                server, state.base = start_server(python, project, env, words[3:])
             elif words[2] == "check":
-                state.check_output = run([sys.executable, *words[1:]], project, env)
+                state.check_output = run([python, *words[1:]], project, env)
             else:
-                run([sys.executable, *words[1:]], project, env)
+                run([python, *words[1:]], project, env)
         assert server is not None, "the Quick start never starts the server"
         yield state
     finally:
@@ -184,7 +193,9 @@ def test_manage_py_check_prints_no_warning(quickstart):
     """W001 (SQLite transaction mode), W004 (channel layer) and the rest are satisfied by the settings shown."""
     assert "System check identified no issues (0 silenced)." in quickstart.check_output, quickstart.check_output
     assert "WARNING" not in quickstart.check_output
-    strict = run([sys.executable, "manage.py", "check", "--fail-level", "WARNING"], quickstart.project, quickstart.env)
+    strict = run(
+        [quickstart.python, "manage.py", "check", "--fail-level", "WARNING"], quickstart.project, quickstart.env
+    )
     assert "no issues" in strict
 
 
