@@ -17,6 +17,7 @@ SQLite options of the Quick start, of Deployment and of check W001's hint are th
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib
 import inspect
 import json
@@ -24,6 +25,7 @@ import os
 import re
 import shutil
 import subprocess
+import symtable
 import sys
 import time
 import tomllib
@@ -161,6 +163,54 @@ def test_every_python_snippet_compiles():
     assert len(blocks) >= 10
     for line, code in blocks:
         compile(code, f"README.md:{line}", "exec")
+
+
+# Names a block may use without defining them: the settings the Quick start appends to startproject's.
+GIVEN = {"quickstart:append": {"DATABASES", "INSTALLED_APPS"}}
+
+
+def undefined_names(code: str) -> set[str]:
+    """The global names ``code`` uses but neither assigns, imports nor gets from builtins."""
+    top = symtable.symtable(code, "<snippet>", "exec")
+    defined = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    used: set[str] = set()
+    tables = [top]
+    while tables:
+        table = tables.pop()
+        used |= {s.get_name() for s in table.get_symbols() if s.is_referenced() and (table is top or s.is_global())}
+        tables += table.get_children()
+    return used - defined - set(dir(builtins))
+
+
+def test_every_python_snippet_defines_or_imports_what_it_uses():
+    """Pasted alone, a snippet finds every name it uses (the Tasks ones used render_frame, CONFIRM ...)."""
+    given = {b.line + 1: GIVEN[f"{b.group}:{b.kind}"] for b in marked_blocks("quickstart") if b.kind == "append"}
+    for line, code in python_blocks():
+        missing = undefined_names(code) - given.get(line, set())
+        assert not missing, f"README.md:{line} uses {sorted(missing)} without importing or defining them"
+
+
+def test_undefined_names_finds_what_a_snippet_lacks():
+    assert undefined_names("import os\n\ndef f(x):\n    return os.sep + y + len(x)\n") == {"y"}
+    assert undefined_names("@tool\nasync def f(request):\n    await asyncio.sleep(CONFIRM)\n") == {
+        "tool",
+        "asyncio",
+        "CONFIRM",
+    }
+
+
+def test_the_task_excerpts_run_when_pasted(monkeypatch):
+    """Each excerpt of the example's task tools, run alone, registers its tools (into a registry of its own)."""
+    import django_mcp
+    from django_mcp import ToolRegistry
+
+    for block in marked_blocks("excerpt"):
+        fresh = ToolRegistry(name=f"readme-{block.line}")
+        monkeypatch.setattr(django_mcp, "tool", fresh.register)
+        exec(compile(block.code, f"README.md:{block.line}", "exec"), {"__name__": "readme_snippet"})  # noqa: S102
+        tools = [n for n in ast.parse(block.code).body if isinstance(n, ast.AsyncFunctionDef | ast.FunctionDef)]
+        registered = {t.name for t in fresh}
+        assert registered and registered <= {t.name for t in tools}, (block, registered)
 
 
 def _imported(tree: ast.AST, line: int) -> dict[str, Any]:
