@@ -86,9 +86,18 @@ def check_sqlite(
 def check_asgi(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """W002: without ASGI there is no SSE streaming and no cancellation on disconnect;
-    E005: an ASGI_APPLICATION that cannot be imported (runserver would hang without listening)."""
+    """W002: no ASGI_APPLICATION (a WSGI server serves the project); I002: ``runserver`` serves WSGI
+    (no daphne in INSTALLED_APPS); E005: an ASGI_APPLICATION that cannot be imported (runserver would
+    hang without listening)."""
     path = getattr(settings, "ASGI_APPLICATION", None)
+    if path and "daphne" not in settings.INSTALLED_APPS:
+        return [
+            checks.Info(
+                f"manage.py runserver serves WSGI ('daphne' is not in INSTALLED_APPS): {_UNDER_WSGI}",
+                hint='Add "daphne" first in INSTALLED_APPS, or run the ASGI application with daphne or uvicorn.',
+                id="django_mcp.I002",
+            )
+        ]
     if path:
         try:
             import_string(path)
@@ -104,11 +113,19 @@ def check_asgi(
         return []
     return [
         checks.Warning(
-            "ASGI_APPLICATION is not set: django-mcp needs an ASGI server for SSE responses and cancellation.",
+            f"ASGI_APPLICATION is not set, so a WSGI server serves the project: {_UNDER_WSGI}",
             hint='Add "daphne" first in INSTALLED_APPS and set ASGI_APPLICATION = "yourproject.asgi.application".',
             id="django_mcp.W002",
         )
     ]
+
+
+_UNDER_WSGI = (
+    "django-mcp then answers progress and log messages with the result instead of as they happen, runs "
+    "task bodies only on the worker fleet (task_backend; a task_support='required' tool without one is "
+    "refused), and refuses subscriptions/listen, the handshake-era GET stream and asking a handshake-era "
+    "client mid-request (HTTP 501 / 405)."
+)
 
 
 @register(Tags.compatibility)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django.conf import settings as django_settings
+from django.core.handlers.wsgi import WSGIRequest
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
@@ -25,7 +26,7 @@ from .protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
 from .protocol.handshake import is_handshake_era
 from .protocol.jsonrpc import WireJSONEncoder, error_response, parse_json, result_response
 from .protocol.ladder import Rejection, admit_message, check_media_types, check_origin
-from .server.context import McpRequest
+from .server.context import McpRequest, needs_asgi
 from .server.lifecycle import lifecycle
 from .server.listen import ListenStream, admit_stream
 from .server.notify import throttle
@@ -102,6 +103,10 @@ async def handle_session_request(server: McpServer, request: HttpRequest) -> Htt
         await _resolve_user(request)
         if request.method == "DELETE":
             return await handshake.end_session(server, request, headers)
+        if isinstance(request, WSGIRequest):
+            # No stream outlives a WSGI response: the transport's answer for "no GET stream here".
+            _warn_wsgi_once()
+            return HttpResponse(status=405, headers={"Allow": "POST, DELETE"})
         accept = headers.get("accept")
         if accept is not None and "text/event-stream" not in accept and "*/*" not in accept:
             raise McpJsonRpcError(
@@ -203,6 +208,8 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
             except handshake.Handled as handled:
                 return handled.response
             context.set_sink(outbox.put)
+            if not context.served_by_asgi:
+                context.set_asker(_cannot_ask_without_a_stream)
             return await _respond(context, outbox, _serve_handshake(server, context, session))
         admitted = admit_message(
             obj,
@@ -246,12 +253,39 @@ async def _resolve_user(request: HttpRequest) -> None:
 
 
 async def _serve_modern(server: McpServer, context: McpRequest) -> dict[str, Any] | ListenStream:
-    await server.started()
+    await _started(server, context)
     return await server.dispatcher.dispatch(context)
 
 
+async def _started(server: McpServer, context: McpRequest) -> None:
+    if context.served_by_asgi:
+        await server.started()
+    else:
+        # The extensions' startup hooks start loops that would end with this request's loop.
+        _warn_wsgi_once()
+
+
+def _warn_wsgi_once() -> None:
+    global _warned_wsgi
+    if not _warned_wsgi:
+        _warned_wsgi = True
+        logger.warning(
+            "django-mcp is served over WSGI in this process: progress and log messages arrive with the "
+            "result, task bodies run only on the worker fleet (task_backend), and listen streams, the GET "
+            "stream and asking a handshake-era client mid-request are refused. Serve asgi.py with an ASGI "
+            "server (daphne, uvicorn) for all of it."
+        )
+
+
+_warned_wsgi = False  # process-wide by nature: one line per process
+
+
+async def _cannot_ask_without_a_stream(requests: Any) -> dict[str, Any]:
+    raise needs_asgi("Asking a handshake-era client mid-request (a request on the response stream)")
+
+
 async def _serve_handshake(server: McpServer, context: McpRequest, session: Any) -> dict[str, Any] | ListenStream:
-    await server.started()
+    await _started(server, context)
 
     async def serve() -> dict[str, Any]:
         result = await handshake.serve_handshake_only(server, context, session)
@@ -307,6 +341,8 @@ async def _respond(
     outbox: _Outbox,
     serve: Coroutine[Any, Any, dict[str, Any] | ListenStream],
 ) -> HttpResponseBase:
+    if not context.served_by_asgi:
+        return await _respond_whole(context, outbox, serve)
     work = _start(_outcome(context, serve))
     if work.done():  # answered without waiting (e.g. tasks/get read on the loop)
         context.finish()
@@ -340,6 +376,27 @@ def _start(work: Coroutine[Any, Any, Outcome | ListenStream]) -> asyncio.Future[
     if sys.version_info >= (3, 12) and loop.get_task_factory() is None:
         return asyncio.Task(work, loop=loop, eager_start=True)
     return loop.create_task(work)
+
+
+async def _respond_whole(
+    context: McpRequest, outbox: _Outbox, serve: Coroutine[Any, Any, dict[str, Any] | ListenStream]
+) -> HttpResponse:
+    """Under WSGI: the whole answer once the handler is done, its messages first (SSE) if it sent any.
+
+    A WSGI server runs this view on an event loop that ends with the response, so nothing may
+    stream after it: the handler runs to its end here.
+    """
+    try:
+        outcome = await _outcome(context, serve)
+    finally:
+        context.finish()
+    assert not isinstance(outcome, ListenStream)  # subscriptions/listen refuses a request served over WSGI
+    if outbox.queue is None:
+        return _json(*outcome)
+    events = [sse.event(outbox.queue.get_nowait()) for _ in range(outbox.queue.qsize())]
+    return HttpResponse(
+        b"".join([*events, sse.event(outcome[0])]), content_type="text/event-stream", headers=sse.SSE_HEADERS
+    )
 
 
 def _sse(events: AsyncIterator[bytes]) -> StreamingHttpResponse:

@@ -50,6 +50,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "example_project.urls"
 ASGI_APPLICATION = "example_project.asgi.application"
+WSGI_APPLICATION = "example_project.wsgi.application"  # gunicorn example_project.wsgi (README "Under WSGI")
 
 TEMPLATES = [
     {

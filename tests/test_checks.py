@@ -266,13 +266,19 @@ class CheckAsgiTestCase(SimpleTestCase):
 
     @override_settings(ASGI_APPLICATION=None)
     def test_w002_none(self):
-        assert check_asgi(None) == [
-            checks.Warning(
-                "ASGI_APPLICATION is not set: django-mcp needs an ASGI server for SSE responses and cancellation.",
-                hint='Add "daphne" first in INSTALLED_APPS and set ASGI_APPLICATION = "yourproject.asgi.application".',
-                id="django_mcp.W002",
-            )
-        ]
+        (warning,) = check_asgi(None)
+        assert warning.id == "django_mcp.W002"
+        assert warning.msg.startswith("ASGI_APPLICATION is not set, so a WSGI server serves the project")
+        for refused in ("subscriptions/listen", "GET stream", "worker fleet", "with the result"):
+            assert refused in warning.msg
+        assert 'Add "daphne" first in INSTALLED_APPS' in warning.hint
+
+    def test_i002_runserver_serves_wsgi_without_daphne(self):
+        apps = [app for app in settings.INSTALLED_APPS if app != "daphne"]
+        with override_settings(INSTALLED_APPS=apps):
+            (info,) = check_asgi(None)
+        assert (info.id, info.level) == ("django_mcp.I002", checks.INFO)
+        assert "runserver serves WSGI" in info.msg and "subscriptions/listen" in info.msg
 
     @override_settings(ASGI_APPLICATION="")
     def test_w002_empty(self):

@@ -8,7 +8,10 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from django.core.handlers.wsgi import WSGIRequest
+
 from ..conf import get_settings
+from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import LOG_LEVELS, RequestMeta, notification
 from .mrtr import MRTR_METHODS, InputRequest, InputRounds, binding
 
@@ -83,6 +86,15 @@ class McpRequest:
         self._loop_thread = threading.get_ident()
         self._last_progress: float | None = None
         self._rounds: InputRounds | None = None
+
+    @property
+    def served_by_asgi(self) -> bool:
+        """Whether an ASGI server serves this request, so work may outlive its response.
+
+        Under a WSGI server (gunicorn, runserver without daphne) each request gets an event loop
+        that ends with its response: no stream stays open and no task body runs on after it.
+        """
+        return not isinstance(self.http_request, WSGIRequest)
 
     @property
     def auth(self) -> Any:
@@ -218,3 +230,13 @@ class McpRequest:
 
     def __repr__(self) -> str:
         return f"<McpRequest {self.method} id={self.id!r}>"
+
+
+def needs_asgi(what: str) -> McpJsonRpcError:
+    """The answer to a request for ``what`` under a WSGI server, which cannot serve it (HTTP 501)."""
+    return McpJsonRpcError(
+        INTERNAL_ERROR,
+        f"{what} needs an ASGI server (daphne, uvicorn): this project is served over WSGI here, "
+        "where each request's event loop ends with its response",
+        http_status=501,
+    )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import META_SERVER_INFO
-from .context import McpRequest
+from .context import McpRequest, needs_asgi
 from .listen import ListenStream, admit_stream
 from .notify import has_channel_layer, resource_group
 from .params import ListenParams
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 async def listen(context: ServerContext, request: McpRequest, params: ListenParams) -> ListenStream:
     """``subscriptions/listen``: keep what of the filter can be honoured, and return the stream to serve."""
+    if not request.served_by_asgi:
+        raise needs_asgi("subscriptions/listen (a stream that stays open)")
     wanted = params.notifications
     caps = context.capabilities
     honoured: dict[str, Any] = {}

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, StrictStr
 
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params, missing_capability
 from ..protocol.jsonrpc import notification
-from ..server.context import McpRequest
+from ..server.context import McpRequest, needs_asgi
 from ..server.extensions import ExtensionMethod, ExtensionPlugin, ExtensionResult, ListenSubscription, ProceedToolCall
 from ..server.lifecycle import shutting_down
 from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
@@ -139,7 +139,8 @@ class _ToolCall:
     request: McpRequest
     tool: Tool
     served: bool
-    """Whether the extension serves the request (else no task can be created for it)."""
+    """Whether a task can be created for the call: the extension serves the request, the client declared
+    it, and the body can run on after the response (an ASGI server)."""
 
 
 _current_call: contextvars.ContextVar[_ToolCall | None] = contextvars.ContextVar("django_mcp_task_call", default=None)
@@ -246,15 +247,25 @@ class McpTasks(ExtensionPlugin):
         declared = request.declares_extension(EXTENSION_ID)
         if support == "required" and not declared:
             raise missing_capability(_REQUIRED, f"Tool {tool.name!r} runs only as a task: declare {EXTENSION_ID}")
-        if support != "forbidden" and declared and tool.extension_options.get("run_body_as_task", True):
+        if support == "forbidden":
+            return await proceed(request)
+        as_body = tool.extension_options.get("run_body_as_task", True)
+        backend = tool.extension_options.get("task_backend", self.task_backend) if as_body else None
+        # A body run in this process outlives the response: not under WSGI. The fleet's workers run theirs.
+        creates = declared and bool(backend or request.served_by_asgi)
+        if declared and not creates and support == "required":
+            raise needs_asgi(
+                f"Tool {tool.name!r} runs only as a task, in the web process: that (or its task_backend, to run "
+                "it on the worker fleet)"
+            )
+        if creates and as_body:
 
             async def body(task: TaskContext) -> Any:
                 return await proceed(TaskRequest.of(request, task))
 
-            backend = tool.extension_options.get("task_backend", self.task_backend)
             status_message = tool.extension_options.get("task_status_message", "")
             return await self.create(request, tool, body, status_message, backend=backend)
-        return await self._call_in_request(request, tool, proceed, served=True)
+        return await self._call_in_request(request, tool, proceed, served=creates)
 
     async def call_tool_unserved(self, request: McpRequest, tool: Tool, proceed: ProceedToolCall) -> Any:
         if tool.extension_options.get("task_support") == "required":
@@ -270,7 +281,10 @@ class McpTasks(ExtensionPlugin):
         return await self._call_in_request(request, tool, proceed, served=False)
 
     async def _call_in_request(self, request: McpRequest, tool: Tool, proceed: ProceedToolCall, served: bool) -> Any:
-        """The tool's body in the request, without a task: a task tool's ``request.task`` is None."""
+        """The tool's body in the request, without a task: a task tool's ``request.task`` is None.
+
+        ``served``: whether :func:`astart_task` may create a task for this call.
+        """
         if tool.extension_options.get("task_support", "forbidden") == "forbidden":
             return await proceed(request)
         token = _current_call.set(_ToolCall(self, request, tool, served))
