@@ -8,8 +8,9 @@ Register tools, prompts and resources in your app's ``AppConfig.ready()``::
     def add(request, a: int, b: int) -> int:
         return a + b
 
-and mount the endpoint in ``urls.py``: ``path("mcp/", include("django_mcp.urls"))``,
-or ``path("mcp/", McpServer(...).urls)`` for a server of your own.
+and mount the endpoint in ``urls.py``: ``mcp_path("mcp")`` (``/mcp`` and ``/mcp/``), or
+``mcp_path("mcp", McpServer(...))`` for a server of your own. ``django_mcp.testing.McpClient``
+calls it from your tests.
 """
 
 from __future__ import annotations

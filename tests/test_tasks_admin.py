@@ -14,8 +14,8 @@ from django.contrib.auth.models import User
 from django_mcp.models import Task
 from django_mcp.tasks.admin import unique_prefix_chars
 from django_mcp.tasks.models import creator_fields
+from django_mcp.testing import McpClient
 from tests.task_servers import stop_all_tasks
-from tests.test_tasks import create, get, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,9 +33,14 @@ async def admin_client(async_client):
     return async_client
 
 
+def mcp(client, path: str = "/mcp-tasks", **headers: str) -> McpClient:
+    """The tasks server's client, as the (logged-in) ``client``'s user."""
+    return McpClient(path, client=client, capabilities={"elicitation": {}}, headers=headers)
+
+
 async def test_changelist_and_read_only_detail(admin_client):
-    task_id = (await create(admin_client, "quick", {"text": "admin"}))["taskId"]
-    await wait_for(admin_client, task_id, "completed")
+    task_id = (await mcp(admin_client).astart_task("quick", {"text": "admin"}))["taskId"]
+    await mcp(admin_client).await_task(task_id, "completed")
     listing = await admin_client.get("/admin/django_mcp/task/?status__exact=completed")
     assert listing.status_code == 200
     assert task_id in listing.content.decode()
@@ -51,9 +56,9 @@ async def test_changelist_and_read_only_detail(admin_client):
 
 
 async def test_cancel_action_cancels_a_running_task(admin_client):
-    running = (await create(admin_client, "slow", {"seconds": 30}))["taskId"]
-    finished = (await create(admin_client, "quick"))["taskId"]
-    await wait_for(admin_client, finished, "completed")
+    running = (await mcp(admin_client).astart_task("slow", {"seconds": 30}))["taskId"]
+    finished = (await mcp(admin_client).astart_task("quick"))["taskId"]
+    await mcp(admin_client).await_task(finished, "completed")
     response = await admin_client.post(
         "/admin/django_mcp/task/",
         {"action": "cancel_selected", "_selected_action": [running, finished]},
@@ -63,8 +68,8 @@ async def test_cancel_action_cancels_a_running_task(admin_client):
     page = response.content.decode()
     assert "Requested cancellation of 1 task(s)." in page
     assert "1 task(s) had already finished." in page
-    assert (await wait_for(admin_client, running, "cancelled"))["status"] == "cancelled"
-    assert (await get(admin_client, finished))["result"]["status"] == "completed"
+    assert (await mcp(admin_client).await_task(running, "cancelled"))["status"] == "cancelled"
+    assert (await mcp(admin_client).aget_task(finished))["status"] == "completed"
 
 
 async def test_cancel_action_flags_a_task_of_another_process(admin_client):
@@ -358,13 +363,13 @@ CANCEL_BUTTON = "Cancel task</button>"
 
 
 async def test_the_detail_page_of_a_running_task_cancels_it(admin_client):
-    task_id = (await create(admin_client, "slow", {"seconds": 30}))["taskId"]
+    task_id = (await mcp(admin_client).astart_task("slow", {"seconds": 30}))["taskId"]
     page = (await admin_client.get(f"{LIST}{task_id}/change/")).content.decode()
     assert CANCEL_BUTTON in page and f'action="{LIST}{task_id}/cancel/"' in page
     response = await admin_client.post(f"{LIST}{task_id}/cancel/", follow=True)
     assert response.redirect_chain == [(f"{LIST}{task_id}/change/", 302)]
     assert "Requested cancellation of the task." in response.content.decode()
-    assert (await wait_for(admin_client, task_id, "cancelled"))["status"] == "cancelled"
+    assert (await mcp(admin_client).await_task(task_id, "cancelled"))["status"] == "cancelled"
     page = (await admin_client.get(f"{LIST}{task_id}/change/")).content.decode()
     assert CANCEL_BUTTON not in page  # finished
 
@@ -496,14 +501,14 @@ WIRING = "mcp_task does not record Task.user / Task.owner_kind yet (creator_fiel
 
 
 async def test_a_task_created_by_a_session_user_shows_that_user(admin_client):
-    task_id = (await create(admin_client, "quick"))["taskId"]
+    task_id = (await mcp(admin_client).astart_task("quick"))["taskId"]
     row = await Task.objects.select_related("user").aget(pk=task_id)
     assert (row.user.username if row.user else None, row.owner_kind) == ("admin", "user")
 
 
 async def test_a_task_created_by_a_bearer_principal_stores_no_secret(async_client):
-    headers = {"Authorization": "Bearer alice-token"}
-    task_id = (await create(async_client, "quick", path="/mcp-principal/", headers=headers))["taskId"]
+    client = mcp(async_client, "/mcp-principal", Authorization="Bearer alice-token")
+    task_id = (await client.astart_task("quick"))["taskId"]
     row = await Task.objects.aget(pk=task_id)
     assert (row.user_id, row.owner_kind) == (None, "principal")
     stored = json.dumps([getattr(row, f.attname) for f in Task._meta.concrete_fields], default=str)
