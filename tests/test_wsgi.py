@@ -146,6 +146,10 @@ def test_a_fleet_task_is_created_read_and_cancelled(client):
     assert (handle["resultType"], handle["status"]) == ("task", "working")
     got = call(client, "tasks/get", {"taskId": handle["taskId"]}, "/mcp-fleet", capabilities=TASKS)
     assert got.json()["result"]["statusMessage"] == "Queued for a worker"
+    answered = call(
+        client, "tasks/update", {"taskId": handle["taskId"], "inputResponses": {}}, "/mcp-fleet", capabilities=TASKS
+    )
+    assert (answered.status_code, answered.json()["result"]["resultType"]) == (200, "complete")
     cancelled = call(client, "tasks/cancel", {"taskId": handle["taskId"]}, "/mcp-fleet", capabilities=TASKS)
     assert cancelled.status_code == 200
     got = call(client, "tasks/get", {"taskId": handle["taskId"]}, "/mcp-fleet", capabilities=TASKS)
