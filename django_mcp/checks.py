@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import AppConfig
 from django.conf import settings
@@ -12,6 +12,9 @@ from django.core.checks import CheckMessage, Error, Tags, register
 from django.utils.module_loading import import_string
 
 from .conf import SETTINGS_NAME, validate_settings, validation_errors
+
+if TYPE_CHECKING:
+    from .endpoint import McpServer
 
 
 @register(Tags.compatibility)
@@ -178,16 +181,8 @@ def check_servers(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """E006: a tool option no extension of its server understands (or a bad value); plus each extension's checks."""
-    from django.urls import get_resolver
-
-    from .endpoint import servers
-
-    try:
-        get_resolver().url_patterns  # noqa: B018 - import the URLconf, which builds the servers
-    except Exception:  # Django's own URL checks report a broken URLconf
-        return []
     messages: list[CheckMessage] = []
-    for server in list(servers):
+    for server in _built_servers():
         tools = list(server.tools)
         claimed = {
             name: validator for plugin in server.extension_plugins for name, validator in plugin.tool_options.items()
@@ -219,22 +214,29 @@ def check_servers(
     return messages
 
 
+def _built_servers() -> list[McpServer]:
+    """The servers the URLconf builds (none if it cannot be imported: Django's own URL checks say why)."""
+    from django.urls import get_resolver
+
+    from .endpoint import servers
+
+    try:
+        get_resolver().url_patterns  # noqa: B018 - import the URLconf, which builds the servers
+    except Exception:  # a URLconf may fail to import in any way
+        return []
+    return list(servers)
+
+
 @register(Tags.urls)
 def check_endpoint_paths(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """W013: an endpoint served at ``/mcp/`` but not ``/mcp`` (or the reverse): clients posting to the other
     get Django's error page (with ``APPEND_SLASH``, a POST cannot be redirected)."""
-    from django.urls import NoReverseMatch, Resolver404, get_resolver, resolve, reverse
+    from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
-    from .endpoint import servers
-
-    try:
-        get_resolver().url_patterns  # noqa: B018 - import the URLconf, which builds the servers
-    except Exception:  # Django's own URL checks report a broken URLconf
-        return []
     messages: list[CheckMessage] = []
-    for server in list(servers):
+    for server in _built_servers():
         try:
             path = reverse(f"{server.urls_namespace}:mcp_post")
         except NoReverseMatch:  # not mounted (or under a route with parameters)

@@ -33,6 +33,7 @@ from django.test import AsyncClient
 from .protocol.handshake import HANDSHAKE_VERSIONS
 from .protocol.headers import param_headers
 from .protocol.ladder import PROTOCOL_VERSION
+from .server.dispatch import CORE_NAME_PARAMS
 
 __all__ = ["McpClient", "McpError"]
 
@@ -40,15 +41,8 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL_STATUSES = ("completed", "failed", "cancelled")
 Answer = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]] | dict[str, Any]]
 
-# The params key the Mcp-Name header mirrors, per method.
-_NAME_PARAMS = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
+# The params key the Mcp-Name header mirrors, per method: the core's and the tasks extension's.
+_NAME_PARAMS = {**CORE_NAME_PARAMS, **dict.fromkeys(("tasks/get", "tasks/update", "tasks/cancel"), "taskId")}
 
 
 class McpError(Exception):

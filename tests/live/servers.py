@@ -18,6 +18,17 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def migrate(env: dict[str, str]) -> None:
+    """``manage.py migrate`` for the settings and database ``env`` names (added to this process's)."""
+    subprocess.run(  # noqa: S603 - our own interpreter and arguments
+        [sys.executable, "-m", "django", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        check=True,
+        timeout=120,
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ import pytest
 
 from tests.conformance.test_conformance import LEGACY_ERA_SERVED
 from tests.live.clients import install
-from tests.live.servers import ROOT, server_process
+from tests.live.servers import ROOT, migrate, server_process
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
 
@@ -54,44 +54,30 @@ def clients() -> dict[str, install.Installed]:
         pytest.fail(f"the MCP clients could not be installed: {exc}", pytrace=False)
 
 
+@contextmanager
+def migrated_daphne(project: str, database: Path, **env: str) -> Iterator[str]:
+    """``project``'s settings and ASGI application under daphne on 127.0.0.1, on a migrated SQLite file."""
+    env = {"DJANGO_SETTINGS_MODULE": f"{project}.settings", "DJANGO_MCP_SQLITE": str(database), **env}
+    migrate(env)
+    with server_process(
+        ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", f"{project}.asgi:application"], env=env
+    ) as base:
+        yield base
+
+
 @pytest.fixture(scope="module")
 def mcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The conformance fixture project under daphne on 127.0.0.1 (a throw-away SQLite file)."""
-    env = {
-        "DJANGO_SETTINGS_MODULE": "tests.conformance.settings",
-        "DJANGO_DEBUG": "0",
-        "DJANGO_MCP_SQLITE": str(tmp_path_factory.mktemp("clients") / "db.sqlite3"),
-    }
-    subprocess.run(  # noqa: S603 - our own interpreter and arguments
-        [sys.executable, "-m", "django", "migrate", "--noinput", "-v", "0"],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        check=True,
-        timeout=120,
-    )
-    with server_process(
-        ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.conformance.asgi:application"], env=env
+    """The conformance fixture project (a throw-away SQLite file)."""
+    with migrated_daphne(
+        "tests.conformance", tmp_path_factory.mktemp("clients") / "db.sqlite3", DJANGO_DEBUG="0"
     ) as base:
         yield base + "/mcp/"
 
 
 @pytest.fixture(scope="module")
 def example_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The example project (README's render and delete_everything) under daphne on 127.0.0.1."""
-    env = {
-        "DJANGO_SETTINGS_MODULE": "example_project.settings",
-        "DJANGO_MCP_SQLITE": str(tmp_path_factory.mktemp("example") / "db.sqlite3"),
-    }
-    subprocess.run(  # noqa: S603 - our own interpreter and arguments
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        check=True,
-        timeout=120,
-    )
-    with server_process(
-        ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "example_project.asgi:application"], env=env
-    ) as base:
+    """The example project (the README's render and delete_everything)."""
+    with migrated_daphne("example_project", tmp_path_factory.mktemp("example") / "db.sqlite3") as base:
         yield base + "/mcp"
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.live.servers import ROOT, server_process
+from tests.live.servers import ROOT, migrate, server_process
 from tests.wire import headers_for, initialize_body, request_body
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
@@ -34,13 +34,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "DJANGO_MCP_FLEET": "1",
         "REDIS_URL": "redis://127.0.0.1:6379/7",
     }
-    subprocess.run(  # noqa: S603 - our own interpreter and arguments
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        check=True,
-        timeout=120,
-    )
+    migrate(env)
     return env
 
 

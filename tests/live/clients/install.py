@@ -88,21 +88,19 @@ def ensure_node(log: TextIO) -> str:
 
 def ensure_ts_sdk(log: TextIO) -> Path:
     """The installed package folder ``.../node_modules/@modelcontextprotocol/sdk``."""
-    prefix = cache_dir() / f"ts-sdk-{TS_SDK_VERSION}"
-    package = prefix / "node_modules" / "@modelcontextprotocol" / "sdk"
-    try:
-        runner.npm_install(prefix, f"{TS_SDK_PACKAGE}@{TS_SDK_VERSION}", package / "package.json", log)
-    except runner.ConformanceError as exc:
-        raise InstallError(str(exc)) from exc
-    return package
+    return _npm_package(TS_SDK_PACKAGE, TS_SDK_VERSION, f"ts-sdk-{TS_SDK_VERSION}", log)
 
 
 def ensure_ts_client(log: TextIO) -> Path:
     """The installed package folder ``.../node_modules/@modelcontextprotocol/client`` (the 2.x client)."""
-    prefix = cache_dir() / f"ts-client-{TS_CLIENT_VERSION}"
-    package = prefix / "node_modules" / "@modelcontextprotocol" / "client"
+    return _npm_package(TS_CLIENT_PACKAGE, TS_CLIENT_VERSION, f"ts-client-{TS_CLIENT_VERSION}", log)
+
+
+def _npm_package(name: str, version: str, folder: str, log: TextIO) -> Path:
+    prefix = cache_dir() / folder
+    package = prefix / "node_modules" / name
     try:
-        runner.npm_install(prefix, f"{TS_CLIENT_PACKAGE}@{TS_CLIENT_VERSION}", package / "package.json", log)
+        runner.npm_install(prefix, f"{name}@{version}", package / "package.json", log)
     except runner.ConformanceError as exc:
         raise InstallError(str(exc)) from exc
     return package

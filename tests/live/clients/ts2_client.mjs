@@ -16,13 +16,15 @@
 // and the "required" tool (delete_everything, or --required-tool NAME), which
 // must be refused with the JSON-RPC error -32021 naming
 // io.modelcontextprotocol/tasks; last the session is terminated (DELETE) and
-// the client closed. A failing tool-call step is recorded and the next one
-// still runs (connect and tools/list stop the run).
+// the client closed. A failing task-tool step is recorded and the next one
+// still runs (the other steps stop the run).
 // Prints one JSON summary on stdout; exit code 0 = every step passed.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+
+import { fail, runAndReport, stepRunner, taskToolSteps, textOf } from './steps.mjs';
 
 let url;
 let requiredTool = 'delete_everything';
@@ -32,41 +34,7 @@ for (let i = 2; i < process.argv.length; i++) {
 }
 const pkg = process.env.DJANGO_MCP_TS_CLIENT;
 const summary = { client: '@modelcontextprotocol/client', url, steps: {}, ok: false };
-const EXTENSION = 'io.modelcontextprotocol/tasks';
-const RENDERED = "Rendered 'x' (2 frames).";
-const TASK_REQUIRED = -32021;
-
-function fail(step, message, detail) {
-  const error = new Error(message);
-  error.step = step;
-  error.detail = detail;
-  throw error;
-}
-
-function textOf(result) {
-  return (result.content ?? [])
-    .filter((block) => block.type === 'text')
-    .map((block) => block.text)
-    .join('\n');
-}
-
-// fatal: the run stops at a failure (connect, tools/list); otherwise the failure is recorded and the next step runs.
-async function step(name, body, { fatal = false } = {}) {
-  const started = Date.now();
-  try {
-    const detail = await body();
-    summary.steps[name] = { ok: true, ms: Date.now() - started, ...detail };
-  } catch (error) {
-    summary.steps[name] = { ok: false, ms: Date.now() - started, error: `${error.name}: ${error.message}`, ...error.detail };
-    if (error.code !== undefined) summary.steps[name].errorCode = error.code;
-    error.step ??= name;
-    if (fatal) throw error;
-    if (summary.failedStep === undefined) {
-      summary.failedStep = name;
-      summary.error = `${error.name}: ${error.message}`;
-    }
-  }
-}
+const step = stepRunner(summary);
 
 async function main() {
   if (!url || !pkg || !requiredTool) {
@@ -94,7 +62,6 @@ async function main() {
           capabilities: client.getServerCapabilities(),
         };
       },
-      { fatal: true },
     );
     await step(
       'list_tools',
@@ -109,7 +76,6 @@ async function main() {
         );
         return { count: names.length, execution };
       },
-      { fatal: true },
     );
     await step('call_echo', async () => {
       const result = await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
@@ -117,33 +83,7 @@ async function main() {
       if (result.isError || text !== 'hi') fail('call_echo', `expected the text "hi", got ${JSON.stringify(result)}`);
       return { text };
     });
-    await step('call_render', async () => {
-      const result = await client.callTool({ name: 'render', arguments: { scene: 'x', frames: 2 } });
-      const text = textOf(result);
-      const detail = { isError: Boolean(result.isError), text };
-      if (result.isError || text !== RENDERED) {
-        fail('call_render', `expected the text ${JSON.stringify(RENDERED)}, got ${JSON.stringify(result)}`, detail);
-      }
-      return detail;
-    });
-    await step('call_task_required', async () => {
-      let result;
-      try {
-        result = await client.callTool({ name: requiredTool, arguments: {} });
-      } catch (error) {
-        const detail = { tool: requiredTool, code: error.code, message: error.message, data: error.data };
-        if (!(error instanceof ProtocolError)) fail('call_task_required', `not a JSON-RPC error: ${error}`, detail);
-        if (error.code !== TASK_REQUIRED || !error.message.includes(EXTENSION)) {
-          fail('call_task_required', `expected error ${TASK_REQUIRED} naming ${EXTENSION}, got ${error.code}: ${error.message}`, detail);
-        }
-        return detail;
-      }
-      fail('call_task_required', `expected error ${TASK_REQUIRED}, got the result ${JSON.stringify(result)}`, {
-        tool: requiredTool,
-        isError: Boolean(result.isError),
-        text: textOf(result),
-      });
-    });
+    await taskToolSteps(step, client, requiredTool, ProtocolError);
     await step('close', async () => {
       const sessionId = transport.sessionId;
       if (sessionId) await transport.terminateSession(); // DELETE with Mcp-Session-Id
@@ -156,12 +96,4 @@ async function main() {
   }
 }
 
-try {
-  await main();
-} catch (error) {
-  summary.failedStep = error.step ?? 'unknown';
-  summary.error = `${error.name}: ${error.message}`;
-  if (error.code !== undefined) summary.errorCode = error.code;
-}
-process.stdout.write(JSON.stringify(summary) + '\n');
-process.exitCode = summary.ok ? 0 : 1;
+await runAndReport(summary, main);

@@ -22,6 +22,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
+import { fail, runAndReport, stepRunner, taskToolSteps, textOf } from './steps.mjs';
+
 let url;
 const options = { elicitation: true, taskTools: false, requiredTool: 'delete_everything' };
 for (let i = 2; i < process.argv.length; i++) {
@@ -34,42 +36,7 @@ for (let i = 2; i < process.argv.length; i++) {
 const sdk = process.env.DJANGO_MCP_TS_SDK;
 const summary = { client: '@modelcontextprotocol/sdk', url, steps: {}, ok: false };
 const ANSWER = { username: 'alice', email: 'alice@example.com' };
-const EXTENSION = 'io.modelcontextprotocol/tasks';
-const RENDERED = "Rendered 'x' (2 frames).";
-const TASK_REQUIRED = -32021;
-
-function fail(step, message, detail) {
-  const error = new Error(message);
-  error.step = step;
-  error.detail = detail;
-  throw error;
-}
-
-function textOf(result) {
-  return (result.content ?? [])
-    .filter((block) => block.type === 'text')
-    .map((block) => block.text)
-    .join('\n');
-}
-
-// soft: a failure is recorded (the first one in failedStep / error) and the run goes on; else the run stops there.
-async function step(name, body, { soft = false } = {}) {
-  const started = Date.now();
-  try {
-    const detail = await body();
-    summary.steps[name] = { ok: true, ms: Date.now() - started, ...detail };
-  } catch (error) {
-    summary.steps[name] = { ok: false, ms: Date.now() - started };
-    error.step ??= name;
-    if (!soft) throw error;
-    Object.assign(summary.steps[name], { error: `${error.name}: ${error.message}`, ...error.detail });
-    if (error.code !== undefined) summary.steps[name].errorCode = error.code;
-    if (summary.failedStep === undefined) {
-      summary.failedStep = name;
-      summary.error = `${error.name}: ${error.message}`;
-    }
-  }
-}
+const step = stepRunner(summary);
 
 async function main() {
   if (!url || !sdk || !options.requiredTool) {
@@ -131,46 +98,7 @@ async function main() {
         return { text, message: elicitations[0].message };
       });
     }
-    if (options.taskTools) {
-      await step(
-        'call_render',
-        async () => {
-          const result = await client.callTool({ name: 'render', arguments: { scene: 'x', frames: 2 } });
-          const text = textOf(result);
-          const detail = { isError: Boolean(result.isError), text };
-          if (result.isError || text !== RENDERED) {
-            fail('call_render', `expected the text ${JSON.stringify(RENDERED)}, got ${JSON.stringify(result)}`, detail);
-          }
-          return detail;
-        },
-        { soft: true },
-      );
-      await step(
-        'call_task_required',
-        async () => {
-          const tool = options.requiredTool;
-          let result;
-          try {
-            // NB: 1.x callTool refuses a tool listed with execution.taskSupport "required" itself (McpError
-            // -32600 "requires task-based execution", no request sent); the handshake-era listing has no execution.
-            result = await client.callTool({ name: tool, arguments: {} });
-          } catch (error) {
-            const detail = { tool, code: error.code, message: error.message, data: error.data };
-            if (!(error instanceof McpError)) fail('call_task_required', `not a JSON-RPC error: ${error}`, detail);
-            if (error.code !== TASK_REQUIRED || !error.message.includes(EXTENSION)) {
-              fail('call_task_required', `expected error ${TASK_REQUIRED} naming ${EXTENSION}, got ${error.message}`, detail);
-            }
-            return detail;
-          }
-          fail('call_task_required', `expected error ${TASK_REQUIRED}, got the result ${JSON.stringify(result)}`, {
-            tool,
-            isError: Boolean(result.isError),
-            text: textOf(result),
-          });
-        },
-        { soft: true },
-      );
-    }
+    if (options.taskTools) await taskToolSteps(step, client, options.requiredTool, McpError);
     await step('terminate', async () => {
       const sessionId = transport.sessionId;
       if (sessionId) await transport.terminateSession(); // DELETE with Mcp-Session-Id
@@ -182,12 +110,4 @@ async function main() {
   }
 }
 
-try {
-  await main();
-} catch (error) {
-  summary.failedStep = error.step ?? 'unknown';
-  summary.error = `${error.name}: ${error.message}`;
-  if (error.code !== undefined) summary.errorCode = error.code;
-}
-process.stdout.write(JSON.stringify(summary) + '\n');
-process.exitCode = summary.ok ? 0 : 1;
+await runAndReport(summary, main);
