@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
 from collections.abc import Mapping
@@ -31,7 +32,7 @@ from .protocol.handshake import (
     check_version_header,
     negotiate,
 )
-from .protocol.jsonrpc import LOG_LEVELS, RequestMeta, parse_message, readable_id
+from .protocol.jsonrpc import LOG_LEVELS, RequestMeta, dumps, parse_message, readable_id
 from .protocol.ladder import Rejection
 from .server.context import McpRequest
 from .server.listen import CONTROL_TYPE, ListenStream
@@ -109,7 +110,10 @@ async def admit_post(
 ) -> tuple[McpRequest, sessions.McpSession | None]:
     """Turn a handshake-era POST into an :class:`McpRequest` to serve (or raise :class:`Handled`/``Rejection``)."""
     if isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj):
-        session = await session_for(server, request, headers)
+        try:
+            session = await session_for(server, request, headers)
+        except McpJsonRpcError as exc:
+            raise Rejection(exc, None) from None
         await deliver_reply(session, obj)
         raise Handled(accepted())
     try:
@@ -248,6 +252,8 @@ def track(session: sessions.McpSession, request_id: Any, work: asyncio.Future[An
 
 
 def _cancel_running(session: sessions.McpSession, request_id: Any) -> None:
+    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+        return  # no request has such an id (a notification gets no answer, so none is sent)
     work = _running.get((session.id, request_id))
     if work is not None and not work.done():
         work.cancel()
@@ -270,7 +276,9 @@ async def deliver_reply(session: sessions.McpSession, message: dict[str, Any]) -
         return
     layer = get_channel_layer()
     if layer is not None:
-        await layer.group_send(_reply_group(session), {"type": REPLY_TYPE, "id": key[1], "message": message})
+        # As JSON text: a layer's own encoding (msgpack) refuses lone surrogates and integers past 64 bits.
+        reply = {"type": REPLY_TYPE, "id": key[1], "message": dumps(message)}
+        await layer.group_send(_reply_group(session), reply)
 
 
 class ClientAsker:
@@ -337,7 +345,7 @@ class ClientAsker:
                 continue
             waiting = _pending.get((self.session.id, str(message.get("id"))))
             if waiting is not None and not waiting.done():
-                waiting.set_result(message["message"])
+                waiting.set_result(json.loads(message["message"]))
 
 
 # -- GET and DELETE -----------------------------------------------------------------------------------

@@ -183,6 +183,44 @@ async def test_asking_the_client_with_a_real_request_and_a_posted_answer(async_c
     assert body["result"]["content"] == [{"type": "text", "text": "Hello Ada"}]
 
 
+@pytest.mark.parametrize(
+    "session_headers, status",
+    [
+        ({"MCP-Protocol-Version": "2025-11-25"}, 400),
+        ({"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": "x"}, 404),
+    ],
+)
+async def test_a_posted_response_without_a_live_session_is_a_json_rpc_error(async_client, session_headers, status):
+    answer = {"jsonrpc": "2.0", "id": "django-mcp-1", "result": {"action": "accept"}}
+    response = await async_client.post(
+        "/mcp/",
+        data=json.dumps(answer),
+        content_type="application/json",
+        headers={"Accept": HEADERS["Accept"], **session_headers},
+    )
+    assert response.status_code == status
+    assert json.loads(response.content)["error"]["code"] in (-32600, -32001)
+
+
+@pytest.mark.parametrize("result", ['{"text": "\\ud800 alone"}', '{"n": 123456789012345678901234567890}'])
+async def test_a_posted_response_nobody_waits_for_goes_through_the_layer(async_client, result):
+    # No handler waits here: the reply is published on the channel layer, whose own encoding (msgpack
+    # with channels_redis) refuses lone surrogates and integers past 64 bits.
+    session, _ = await initialize(async_client)
+    raw = '{"jsonrpc": "2.0", "id": "django-mcp-0", "result": ' + result + "}"
+    headers = {"Accept": HEADERS["Accept"], "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    response = await async_client.post("/mcp/", data=raw, content_type="application/json", headers=headers)
+    assert response.status_code == 202, response.content
+
+
+@pytest.mark.parametrize("request_id", [{"x": 1}, [1], None, True, 1.5])
+async def test_notifications_cancelled_with_an_odd_request_id_is_accepted(async_client, request_id):
+    session, _ = await initialize(async_client)
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+    response = await post(async_client, cancel, session=session)
+    assert response.status_code == 202, response.content
+
+
 async def test_an_undeclared_capability_is_32021(async_client):
     session, _ = await initialize(async_client, capabilities={})
     status, body = await rpc(async_client, session, "tools/call", {"name": "greet_me"})

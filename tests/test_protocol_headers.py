@@ -325,6 +325,12 @@ class TestCheckParamHeaders:
             check_param_headers(SPECS, {"region": None}, {"mcp-param-region": "null"})
         assert_mismatch(info, "Mcp-Param-Region", "argument is absent")
 
+    @pytest.mark.parametrize("value", ["1e99999999999999999999", "1e-99999999999999999999", "-9e999999999999999999"])
+    def test_an_exponent_past_decimal_is_a_mismatch_not_a_crash(self, value):
+        with pytest.raises(McpJsonRpcError) as info:
+            check_param_headers(SPECS, {"count": 3}, {"mcp-param-count": value})
+        assert_mismatch(info, "Mcp-Param-Count", "does not match")
+
     def test_mismatching_string(self):
         with pytest.raises(McpJsonRpcError) as info:
             check_param_headers(SPECS, {"region": "us-west1"}, {"mcp-param-region": "eu-west1"})

@@ -7,7 +7,7 @@ import binascii
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from .errors import header_mismatch
@@ -139,5 +139,10 @@ def _same_value(header_value: str, body_value: Any, type_: str) -> bool:
         if isinstance(body_value, bool) or not isinstance(body_value, int | float):
             return False
         # Exact and JSON-only: 42 == 42.0, but no float rounding above 2**53 and no "4_2".
-        return bool(_JSON_NUMBER.fullmatch(header_value)) and Decimal(header_value) == Decimal(body_value)
+        if not _JSON_NUMBER.fullmatch(header_value):
+            return False
+        try:
+            return Decimal(header_value) == Decimal(body_value)
+        except InvalidOperation:  # an exponent past what Decimal holds ("1e99999999999999999999")
+            return False
     return isinstance(body_value, str) and header_value == body_value
