@@ -94,6 +94,18 @@ async def test_a_task_tool_call_commits_a_queued_row_and_enqueues_a_job(async_cl
     assert (await get(async_client, result["taskId"]))["statusMessage"] == "Queued for a worker"
 
 
+@pytest.mark.parametrize("bad", ["\x00", "\ud800"])
+async def test_client_info_a_worker_could_not_be_given_is_refused_as_params(async_client, bad):
+    # A fleet task stores the request's _meta for its worker: what jsonb cannot hold is refused up front.
+    capabilities = {**CLIENT, "experimental": {f"x{bad}": {}}}
+    body = request_body("tools/call", {"name": "whoami", "arguments": {}}, capabilities=capabilities)
+    response = await post(async_client, body, path=PATH, headers=TENANT)
+    assert response.status_code == 400
+    assert json.loads(response.content)["error"]["code"] == -32602
+    assert "_meta" in json.loads(response.content)["error"]["message"]
+    assert await Task.objects.acount() == 0
+
+
 async def test_the_job_is_found_by_its_path():
     from django.utils.module_loading import import_string
 

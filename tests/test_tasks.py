@@ -627,6 +627,23 @@ async def test_a_nul_character_in_arguments_or_answers_is_refused_as_params(asyn
     assert await Task.objects.filter(tool="quick").acount() == 0
 
 
+@pytest.mark.parametrize("bad", ["a\u0000b", "a\ud800b", "\udfff"], ids=["nul", "high", "low"])
+async def test_what_jsonb_cannot_hold_is_refused_as_params_everywhere_it_is_stored(async_client, bad):
+    """NUL and lone surrogates: PostgreSQL's jsonb refuses both, so every backend refuses them (-32602)."""
+    why = "NUL" if "\x00" in bad else "lone surrogate"
+    body = await rpc(async_client, "tools/call", {"name": "quick", "arguments": {"text": bad}}, status=400)
+    assert error_of(body)["code"] == -32602 and why in error_of(body)["message"]
+    body = await rpc(async_client, "tools/call", {"name": "declared", "arguments": {"text": "x", bad: 1}}, status=400)
+    assert why in error_of(body)["message"]
+    assert await Task.objects.acount() == 0
+    task_id = (await create(async_client, "declared"))["taskId"]
+    await wait_for(async_client, task_id, "input_required")
+    update = {"taskId": task_id, "inputResponses": {"ok": {"action": "accept", "content": {"note": bad}}}}
+    body = await rpc(async_client, "tasks/update", update, status=400)
+    assert error_of(body)["code"] == -32602 and "inputResponses" in error_of(body)["message"]
+    assert (await get(async_client, task_id))["result"]["status"] == "input_required"  # nothing was stored
+
+
 async def test_the_primary_key_read_loads_a_task_exactly_as_the_orm_does(async_client):
     # store._read builds its SQL and converters from the model once; every field must come back as
     # the ORM loads it (UUIDs, datetimes, JSON, the user foreign key), on SQLite and on PostgreSQL.

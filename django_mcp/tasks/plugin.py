@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,7 @@ _ANSWER_TYPES: dict[str, type[BaseModel]] = {
     "roots/list": RootsAnswer,
 }
 MAX_WATCHED_TASKS = 1000
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _REQUIRED: dict[str, Any] = {"extensions": {EXTENSION_ID: {}}}
 TASK_SUPPORT = ("forbidden", "optional", "required")
 
@@ -73,13 +75,16 @@ class TaskIdsFilter(Params):
 
 
 def refuse_unstorable(value: Any, where: str) -> None:
-    """-32602 for what a JSON column cannot hold everywhere (PostgreSQL's jsonb refuses NUL characters)."""
+    """-32602 for what a JSON column cannot hold everywhere: PostgreSQL's jsonb refuses NUL characters
+    and lone surrogates (half of a UTF-16 pair, which no UTF-8 text can carry)."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
             if "\x00" in item:
                 raise invalid_params(f"Invalid params: {where} contain a NUL character, which cannot be stored")
+            if _LONE_SURROGATE.search(item):
+                raise invalid_params(f"Invalid params: {where} contain a lone surrogate, which cannot be stored")
         elif isinstance(item, dict):
             stack += list(item.keys()) + list(item.values())
         elif isinstance(item, list):
@@ -406,6 +411,11 @@ class McpTasks(ExtensionPlugin):
         settings = get_tasks_settings()
         arguments = request.params.get("arguments") or {}
         refuse_unstorable(arguments, "arguments")
+        # What a worker rebuilds the request from; a task run here has its request.
+        request_meta = (
+            request.meta.model_dump(by_alias=True, exclude_none=True, exclude={"progress_token"}) if backend else None
+        )
+        refuse_unstorable(request_meta, "the request's _meta (client capabilities and info)")
         task_id = task_store.new_task_id()
         if not backend:  # this runner runs it: listening for its control before the row exists
             await self.runner.control_ready()
@@ -424,12 +434,7 @@ class McpTasks(ExtensionPlugin):
                 max_tasks_per_owner=self.max_tasks_per_owner,
                 node="" if backend else self.runner.node,
                 lease_seconds=None if backend else settings.TASK_LEASE_SECONDS,
-                # What a worker rebuilds the request from; a task run here has its request.
-                request_meta=(
-                    request.meta.model_dump(by_alias=True, exclude_none=True, exclude={"progress_token"})
-                    if backend
-                    else None
-                ),
+                request_meta=request_meta,
                 backend=backend or "",
                 **creator_fields(request.auth, request.user),
             )
