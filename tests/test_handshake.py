@@ -240,10 +240,10 @@ async def test_the_get_stream_carries_subscribed_resource_updates(async_client):
     )
     assert response["Content-Type"] == "text/event-stream"
     chunks = response.streaming_content.__aiter__()
-    first = asyncio.ensure_future(chunks.__anext__())
-    await asyncio.sleep(0.2)  # the stream joins its groups when it starts
+    # The first bytes come at once (a comment), once the stream has joined its groups.
+    assert await asyncio.wait_for(chunks.__anext__(), 2) == b": open\n\n"
     await anotify_resource_updated("test://readme")
-    chunk = await asyncio.wait_for(first, 5)
+    chunk = await asyncio.wait_for(chunks.__anext__(), 5)
     data = json.loads(chunk.decode().split("data: ", 1)[1])
     assert data == {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "test://readme"}}
     await chunks.aclose()

@@ -671,7 +671,7 @@ async def test_the_get_stream_follows_its_sessions_subscriptions(async_client, s
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_FANOUT": mode}
     session, _ = await initialize(async_client, path="/mcp-content/")
     stream = await _get_stream(session, path="/mcp-content/")
-    await asyncio.sleep(0.1)
+    assert await stream.frame(timeout=1) == ": open"  # the first bytes, at once (not at the first keepalive)
     status, body = await rpc(
         async_client, session, "resources/subscribe", {"uri": "test://readme"}, path="/mcp-content/"
     )

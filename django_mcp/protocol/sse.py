@@ -33,3 +33,4 @@ def _one_line(data: str) -> str:
 
 
 KEEPALIVE = b": keepalive\n\n"
+OPENED = b": open\n\n"  # an SSE comment: the first bytes of a stream that has no event to send yet

@@ -273,6 +273,10 @@ class ListenStream:
                         notification("notifications/subscriptions/acknowledged", {"notifications": self.honoured})
                     )
                 )
+            else:
+                # A server sends the status line and headers with the first body bytes: send them now, not
+                # with the first event or keepalive (the client would wait for its connect that long).
+                yield sse.OPENED
             for snapshot in self._snapshots:
                 for message in await snapshot():
                     yield sse.event(self._tag(message))
