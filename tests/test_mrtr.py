@@ -244,3 +244,80 @@ async def test_input_required_is_never_returned_by_other_methods(async_client):
     for method in ("tools/list", "server/discover"):
         r = await call(async_client, method, {"inputResponses": {}}, meta_extra={"capabilities": ELICIT})
         assert r["result"]["resultType"] == "complete"
+
+
+# -- single-use requestState: a destructive action runs once per confirmation ----------------------------
+
+SURE = {"sure": {"action": "accept", "content": {"name": "yes"}}}
+
+
+@pytest.fixture
+def deleted():
+    from tests.toolapp.tools import DELETED
+
+    DELETED.clear()
+    yield DELETED
+    DELETED.clear()
+
+
+async def confirmed(client, name, arguments):
+    state = (await round_trip(client, name, arguments))["result"]["requestState"]
+    return state, await round_trip(client, name, arguments, responses=SURE, state=state)
+
+
+async def test_a_destructive_tools_state_is_single_use(async_client, deleted):
+    state, first = await confirmed(async_client, "delete_thing", {"name": "f"})
+    assert first["result"]["content"] == [{"type": "text", "text": "deleted f"}]
+    for _ in range(3):  # the README's delete_file ran 4 times this way
+        replay = await round_trip(async_client, "delete_thing", {"name": "f"}, responses=SURE, state=state)
+        assert replay["error"]["code"] == -32602 and "already used" in replay["error"]["message"]
+    assert deleted == ["f"]
+
+
+async def test_each_round_consumes_its_state_and_a_new_request_gets_a_new_one(async_client, deleted):
+    await confirmed(async_client, "delete_thing", {"name": "a"})
+    await confirmed(async_client, "delete_thing", {"name": "a"})  # the same call again, confirmed again
+    assert deleted == ["a", "a"]
+
+
+async def test_a_state_without_an_answer_yet_is_consumed_too(async_client, deleted):
+    state = (await round_trip(async_client, "delete_thing", {"name": "g"}))["result"]["requestState"]
+    asked_again = await round_trip(async_client, "delete_thing", {"name": "g"}, state=state)  # no answers: asked again
+    assert asked_again["result"]["resultType"] == "input_required"
+    replay = await round_trip(async_client, "delete_thing", {"name": "g"}, responses=SURE, state=state)
+    assert "already used" in replay["error"]["message"]
+    final = await round_trip(
+        async_client, "delete_thing", {"name": "g"}, responses=SURE, state=asked_again["result"]["requestState"]
+    )
+    assert final["result"]["content"] == [{"type": "text", "text": "deleted g"}] and deleted == ["g"]
+
+
+@pytest.mark.parametrize("name, single_use", [("delete_thing_replayable", False), ("once_only", True)])
+async def test_the_tool_option_overrides_the_annotation(async_client, deleted, name, single_use):
+    state, _ = await confirmed(async_client, name, {"name": "h"} if name != "once_only" else {})
+    arguments = {"name": "h"} if name != "once_only" else {}
+    replay = await round_trip(async_client, name, arguments, responses=SURE, state=state)
+    assert ("error" in replay) is single_use
+
+
+async def test_greet_me_is_not_destructive_and_may_be_replayed(async_client):
+    answer = {"who": {"action": "accept", "content": {"name": "Ada"}}}
+    state = (await round_trip(async_client, "greet_me"))["result"]["requestState"]
+    for _ in range(2):
+        again = await round_trip(async_client, "greet_me", responses=answer, state=state)
+        assert again["result"]["content"] == [{"type": "text", "text": "Hello Ada"}]
+
+
+async def test_an_unavailable_cache_answers_503_and_runs_nothing(async_client, deleted, monkeypatch):
+    from django.core.cache import caches
+
+    state = (await round_trip(async_client, "delete_thing", {"name": "i"}))["result"]["requestState"]
+    cache = caches["default"]
+
+    def down(*args, **kwargs):
+        raise ConnectionError("cache down")
+
+    monkeypatch.setattr(type(cache), "add", down)
+    refused = await round_trip(async_client, "delete_thing", {"name": "i"}, responses=SURE, state=state)
+    assert refused["error"]["code"] == -32603 and "cache is unavailable" in refused["error"]["message"]
+    assert deleted == []

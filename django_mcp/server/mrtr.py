@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from django.core import signing
+from django.core.cache import caches
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..protocol.errors import invalid_params, missing_capability
+from ..conf import get_settings
+from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params, missing_capability
 from ..protocol.jsonrpc import describe_validation_error
 
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
@@ -181,12 +184,13 @@ def binding(principal: str, method: str, params: Mapping[str, Any]) -> str:
 
 
 def issue_state(bound_to: str, answers: Mapping[str, Any]) -> str:
-    """A signed, timestamped ``requestState`` carrying the answers gathered so far."""
-    return signing.dumps({"b": bound_to, "a": dict(answers)}, salt=_SALT, compress=True)
+    """A signed, timestamped ``requestState`` carrying the answers gathered so far, and an id of its own."""
+    return signing.dumps({"b": bound_to, "a": dict(answers), "n": secrets.token_hex(12)}, salt=_SALT, compress=True)
 
 
 def read_state(token: Any, bound_to: str, max_age: int) -> dict[str, Any]:
-    """The answers a ``requestState`` carries; -32602 if tampered, expired or bound to another request."""
+    """The payload of a ``requestState`` (its answers ``a``, its id ``n``); -32602 if tampered, expired or
+    bound to another request."""
     if not isinstance(token, str):
         raise invalid_params("Invalid requestState: must be a string")
     try:
@@ -197,21 +201,48 @@ def read_state(token: Any, bound_to: str, max_age: int) -> dict[str, Any]:
         raise invalid_params("Invalid requestState: it was not issued by this server or was altered") from None
     if not isinstance(payload, dict) or payload.get("b") != bound_to or not isinstance(payload.get("a"), dict):
         raise invalid_params("Invalid requestState: it belongs to another request or principal")
-    answers: dict[str, Any] = payload["a"]
-    return answers
+    return payload
+
+
+def consume_state(state_id: str, max_age: int) -> None:
+    """Record that the ``requestState`` ``state_id`` was used, in the shared cache; -32602 if it was before.
+
+    Kept as long as the state could be presented (its maximum age), so a replay is refused on every
+    worker that shares the cache.
+    """
+    cache = caches[get_settings().SESSION_CACHE]
+    try:
+        first = cache.add(f"django_mcp.mrtr.used.{state_id}", 1, timeout=max_age + 1)
+    except Exception as exc:  # a cache backend may fail in any way: without the record, refuse
+        raise McpJsonRpcError(
+            INTERNAL_ERROR, "Cannot check this requestState (the cache is unavailable): try again", http_status=503
+        ) from exc
+    if not first:
+        raise invalid_params("requestState was already used: this action runs once per confirmation; start it again")
 
 
 class InputRounds:
     """The input gathered for one request across rounds (state) and in this round (responses)."""
 
     def __init__(self, params: Mapping[str, Any], bound_to: str, max_age: int) -> None:
+        self._presented = params
         responses = params.get("inputResponses", {})
         if not isinstance(responses, dict):
             raise invalid_params("Invalid params: inputResponses must be an object")
         self._bound_to = bound_to
-        self._earlier = read_state(params["requestState"], bound_to, max_age) if "requestState" in params else {}
+        self._max_age = max_age
+        state = read_state(params["requestState"], bound_to, max_age) if "requestState" in params else {}
+        self._earlier: dict[str, Any] = state.get("a", {})
+        self._state_id: str | None = state.get("n") if isinstance(state.get("n"), str) else None
         self._responses: dict[str, Any] = responses
         self._asked: dict[str, Any] = {}
+
+    def consume(self) -> None:
+        """Make the presented ``requestState`` single-use (-32602 if it was used before); none: nothing to do."""
+        if "requestState" in self._presented:
+            if self._state_id is None:  # issued before states had ids: it cannot be told apart, so refuse it
+                raise invalid_params("requestState is from an older server version: start the request again")
+            consume_state(self._state_id, self._max_age)
 
     def ask(self, requests: Mapping[str, InputRequest[Any]], capabilities: Mapping[str, Any]) -> dict[str, Any]:
         answers: dict[str, Any] = {}

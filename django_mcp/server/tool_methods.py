@@ -41,6 +41,8 @@ async def call_tool(context: ServerContext, request: McpRequest, params: CallToo
         arguments = params.arguments if isinstance(params.arguments, dict) else {}
         check_param_headers(tool.param_headers, arguments, request.headers)
     kwargs = tool.validate_arguments(params.arguments)
+    if tool.single_use_state:
+        request.input_rounds.consume()  # a replayed confirmation never reaches the handler
 
     def invoke(req: McpRequest) -> Awaitable[Any]:
         return call_handler(tool.handler, req, **kwargs)

@@ -37,6 +37,7 @@ class ToolOptions(TypedDict, total=False):
     annotations: Mapping[str, Any]
     icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...]
     meta: Mapping[str, Any]
+    single_use_state: bool
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,6 +55,8 @@ class Tool:
     meta: Mapping[str, Any] | None = None
     extension_options: Mapping[str, Any] = field(default_factory=dict)
     """Options meant for extensions (e.g. ``task_support``), checked against a server's plugins."""
+    single_use_state: bool = False
+    """Whether a ``requestState`` of this tool's MRTR rounds is refused when presented a second time."""
     # Set when the schema was derived from the signature: arguments are then
     # converted to the annotated types before the handler sees them.
     arguments_model: type[BaseModel] | None = field(default=None, repr=False)
@@ -221,9 +224,14 @@ def build_tool(
     annotations: Mapping[str, Any] | None = None,
     icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...] = (),
     meta: Mapping[str, Any] | None = None,
+    single_use_state: bool | None = None,
     **extension_options: Any,
 ) -> Tool:
-    """Describe ``handler`` as a tool, deriving what was not given from its signature and docstring."""
+    """Describe ``handler`` as a tool, deriving what was not given from its signature and docstring.
+
+    ``single_use_state`` defaults to the ``destructiveHint`` annotation: a destructive action's
+    ``requestState`` (its confirmation) cannot be replayed.
+    """
     if not callable(handler):
         raise DefinitionError(f"Tool handler {handler!r} is not callable")
     tool_name = name if name is not None else getattr(handler, "__name__", "")
@@ -263,6 +271,9 @@ def build_tool(
         icons=tuple(icons),
         meta=meta,
         extension_options=extension_options,
+        single_use_state=(
+            bool((annotations or {}).get("destructiveHint")) if single_use_state is None else single_use_state
+        ),
         arguments_model=model,
     )
     try:

@@ -180,6 +180,32 @@ from django_mcp import elicit, list_roots, sample  # noqa: E402
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
 
+DELETED: list[str] = []  # what the destructive tools below did, for the replay tests
+
+
+@tool(annotations={"destructiveHint": True})
+async def delete_thing(request: McpRequest, name: str) -> str:
+    """Deletes after a confirmation: its requestState is single-use (the destructiveHint default)."""
+    answers = await request.aask({"sure": elicit(f"Delete {name}?", NAME_FORM)})
+    if answers["sure"].action != "accept":
+        return "kept"
+    DELETED.append(name)
+    return f"deleted {name}"
+
+
+@tool(annotations={"destructiveHint": True}, single_use_state=False)
+async def delete_thing_replayable(request: McpRequest, name: str) -> str:
+    await request.aask({"sure": elicit(f"Delete {name}?", NAME_FORM)})
+    DELETED.append(name)
+    return f"deleted {name}"
+
+
+@tool(single_use_state=True)
+async def once_only(request: McpRequest) -> str:
+    await request.aask({"sure": elicit("Go?", NAME_FORM)})
+    return "done"
+
+
 @tool
 async def greet_me(request: McpRequest) -> str:
     answers = await request.aask({"who": elicit("Who are you?", NAME_FORM)})
