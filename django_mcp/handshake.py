@@ -37,7 +37,7 @@ from .protocol.ladder import Rejection
 from .server.context import McpRequest
 from .server.listen import CONTROL_TYPE, ListenStream
 from .server.mrtr import InputRequest
-from .server.notify import has_channel_layer, resource_group
+from .server.notify import has_channel_layer, resource_group, throttle
 
 if TYPE_CHECKING:
     from .endpoint import McpServer
@@ -278,7 +278,15 @@ async def deliver_reply(session: sessions.McpSession, message: dict[str, Any]) -
     if layer is not None:
         # As JSON text: a layer's own encoding (msgpack) refuses lone surrogates and integers past 64 bits.
         reply = {"type": REPLY_TYPE, "id": key[1], "message": dumps(message)}
-        await layer.group_send(_reply_group(session), reply)
+        try:
+            await layer.group_send(_reply_group(session), reply)
+        except Exception as exc:  # a layer may fail in any way (Redis down)
+            throttle.log(logger, logging.WARNING, "layer-reply", "Could not pass a client's reply on: %r", exc)
+            raise McpJsonRpcError(
+                INTERNAL_ERROR,
+                "The reply could not be passed on (the channel layer is unavailable): send it again",
+                http_status=503,
+            ) from None
 
 
 class ClientAsker:
@@ -305,9 +313,13 @@ class ClientAsker:
         listener = None
         try:
             if layer is not None:
-                channel = await layer.new_channel()
-                await layer.group_add(_reply_group(self.session), channel)
-                listener = asyncio.ensure_future(self._listen(layer, channel))
+                try:
+                    channel = await layer.new_channel()
+                    await layer.group_add(_reply_group(self.session), channel)
+                    listener = asyncio.ensure_future(self._listen(layer, channel))
+                except Exception as exc:  # the layer down: a reply reaching this process is still found here
+                    throttle.log(logger, logging.WARNING, "layer-ask", "Asking without the channel layer: %r", exc)
+                    channel = None
             for key, input_request in requests.items():
                 request_id = f"django-mcp-{secrets.token_hex(8)}"
                 waiting: asyncio.Future[dict[str, Any]] = loop.create_future()

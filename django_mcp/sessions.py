@@ -10,15 +10,21 @@ A session is created by ``initialize``, bound to the principal that opened it
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
+from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.cache import caches
 
 from .conf import get_settings
+from .protocol.errors import INTERNAL_ERROR, McpJsonRpcError
+from .server.notify import throttle
 
 _PREFIX = "django_mcp.session."
+logger = logging.getLogger("django_mcp")
+T = TypeVar("T")
 
 
 @dataclass
@@ -48,6 +54,22 @@ def _cache() -> Any:
     return caches[get_settings().SESSION_CACHE]
 
 
+async def _reach(operation: Awaitable[T]) -> T:
+    """Run a cache operation; the store unreachable is a 503 for the request (logged once a minute)."""
+    try:
+        result = await operation
+    except Exception as exc:  # a cache backend may fail in any way (Redis down, a full disk …)
+        throttle.log(logger, logging.WARNING, "session-store", "Session store unavailable: %r", exc)
+        raise McpJsonRpcError(
+            INTERNAL_ERROR,
+            "Sessions are unavailable (the session store cannot be reached): try again shortly",
+            http_status=503,
+        ) from None
+    if throttle.failing("session-store"):
+        throttle.recovered(logger, "session-store", "Session store reachable again")
+    return result
+
+
 async def create(owner: str, protocol_version: str, capabilities: dict[str, Any], client_info: Any) -> McpSession:
     """A new session with an unguessable id, stored for ``SESSION_TTL_SECONDS``."""
     session = McpSession(
@@ -63,14 +85,14 @@ async def create(owner: str, protocol_version: str, capabilities: dict[str, Any]
 
 async def save(session: McpSession) -> None:
     """Store (and renew) the session."""
-    await _cache().aset(_PREFIX + session.id, asdict(session), get_settings().SESSION_TTL_SECONDS)
+    await _reach(_cache().aset(_PREFIX + session.id, asdict(session), get_settings().SESSION_TTL_SECONDS))
 
 
 async def load(session_id: str, owner: str) -> McpSession | None:
     """The session if it exists, has not expired and belongs to ``owner``; else None (all read the same)."""
     if not session_id or len(session_id) > 128:
         return None
-    raw = await _cache().aget(_PREFIX + session_id)
+    raw = await _reach(_cache().aget(_PREFIX + session_id))
     if not isinstance(raw, dict):
         return None
     try:
@@ -79,10 +101,10 @@ async def load(session_id: str, owner: str) -> McpSession | None:
         return None
     if not secrets.compare_digest(session.owner, owner):
         return None
-    await _cache().atouch(_PREFIX + session_id, get_settings().SESSION_TTL_SECONDS)
+    await _reach(_cache().atouch(_PREFIX + session_id, get_settings().SESSION_TTL_SECONDS))
     return session
 
 
 async def delete(session: McpSession) -> None:
     """End the session: later requests with its id get 404 and the client initializes again."""
-    await _cache().adelete(_PREFIX + session.id)
+    await _reach(_cache().adelete(_PREFIX + session.id))

@@ -134,7 +134,12 @@ def _json(payload: dict[str, Any], status: int = 200) -> HttpResponse:
 
 
 def _error(exc: McpJsonRpcError, request_id: str | int | None) -> HttpResponse:
-    return _json(error_response(request_id, exc), exc.http_status)
+    response = _json(error_response(request_id, exc), exc.http_status)
+    if exc.http_status == 503:
+        # An outage's answer: what failed is logged once a minute (throttled) where it failed, so Django's
+        # request logger must not add a line per request (the flag its log_response() sets and reads).
+        response._has_been_logged = True  # type: ignore[attr-defined]
+    return response
 
 
 def _database_unavailable(exc: Exception, method: str | None = None) -> McpJsonRpcError:
@@ -220,6 +225,8 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
         )
     except Rejection as rejection:
         return _error(rejection.error, rejection.request_id)
+    except McpJsonRpcError as exc:  # the handshake front's own refusals (e.g. the session store down)
+        return _error(exc, None)
     if admitted.meta is None:
         # Notifications (e.g. notifications/cancelled) are accepted and ignored on HTTP.
         return handshake.accepted()
