@@ -285,6 +285,38 @@ def check_session_cache(
     ]
 
 
+@register(Tags.caches)
+def check_session_cache_size(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """W014: outside DEBUG, a session cache that culls entries (``MAX_ENTRIES``) before it holds
+    ``SESSIONS_MAX`` sessions: a flood would evict live sessions."""
+    try:
+        mcp = validate_settings()
+    except Exception:  # reported by E001/E002
+        return []
+    config = getattr(settings, "CACHES", {}).get(mcp.SESSION_CACHE, {})
+    backend = config.get("BACKEND", "")
+    culls = backend.rsplit(".", 1)[-1] in ("LocMemCache", "FileBasedCache", "DatabaseCache")
+    if not mcp.handshake_versions or settings.DEBUG or not culls:
+        return []
+    entries = int(config.get("OPTIONS", {}).get("MAX_ENTRIES", 300))
+    # Two TTL windows of new sessions, plus a list per principal and the window counters.
+    needed = 2 * mcp.SESSIONS_MAX + 2 if mcp.SESSIONS_MAX is not None else None
+    if needed is not None and entries >= 2 * needed:
+        return []
+    wanted = f"at least {2 * needed}" if needed is not None else "a bound (SESSIONS_MAX)"
+    return [
+        checks.Warning(
+            f"The session cache {mcp.SESSION_CACHE!r} culls past {entries} entries ({backend}): a flood of "
+            "initialize requests would evict live sessions.",
+            hint=f"Give it OPTIONS['MAX_ENTRIES'] {wanted}, lower {SETTINGS_NAME}['SESSIONS_MAX'], or use Redis.",
+            obj=mcp.SESSION_CACHE,
+            id="django_mcp.W014",
+        )
+    ]
+
+
 @register(Tags.security)
 def check_allowed_hosts(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any

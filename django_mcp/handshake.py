@@ -66,6 +66,15 @@ def principal(server: McpServer, request: HttpRequest) -> str:
     return sessions.owner_key(server.urls_namespace, probe.principal_key)
 
 
+def _limit_key(server: McpServer, request: HttpRequest) -> str:
+    """Whom the session caps count: the principal, or for anonymous callers their address (never a binding)."""
+    probe = McpRequest(request, request_id=None, method="", params={}, meta=_meta("", {}, None))
+    key = probe.principal_key
+    if key == "anonymous":
+        key = f"anonymous@{request.META.get('REMOTE_ADDR', '')}"
+    return sessions.owner_key(server.urls_namespace, key)
+
+
 def _meta(
     version: str, capabilities: dict[str, Any], session: sessions.McpSession | None, progress: Any = None
 ) -> RequestMeta:
@@ -164,7 +173,11 @@ async def _initialize(
         error = invalid_params("Invalid params for initialize: protocolVersion (string) and capabilities are required")
         return _error(error, request_id)
     version = negotiate(params["protocolVersion"], served)
-    session = await sessions.create(principal(server, request), version, capabilities, params.get("clientInfo"))
+    owner, limit_key = principal(server, request), _limit_key(server, request)
+    try:
+        session = await sessions.create(owner, version, capabilities, params.get("clientInfo"), limit_key)
+    except McpJsonRpcError as exc:
+        return _error(exc, request_id)
     probe = McpRequest(
         request,
         request_id=request_id,

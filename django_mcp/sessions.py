@@ -5,13 +5,21 @@ A session is created by ``initialize``, bound to the principal that opened it
 ``DELETE`` or expiry. With several server processes the cache named by
 ``DJANGO_MCP["SESSION_CACHE"]`` must be shared (Redis, database): check
 ``django_mcp.W007`` says so when it is per-process.
+
+What the cache holds is bounded: a session's size (``SESSION_MAX_BYTES``), the sessions one
+principal keeps open (``SESSIONS_PER_PRINCIPAL``; anonymous callers counted per client address),
+and the sessions opened within one ``SESSION_TTL_SECONDS`` (``SESSIONS_MAX``). Past a bound a new
+session is refused; none already open is evicted (check ``django_mcp.W014`` flags a cache that
+would evict them itself).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import secrets
+import time
 from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
@@ -19,10 +27,12 @@ from typing import Any, TypeVar
 from django.core.cache import caches
 
 from .conf import get_settings
-from .protocol.errors import INTERNAL_ERROR, McpJsonRpcError
+from .protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params
 from .server.notify import throttle
 
 _PREFIX = "django_mcp.session."
+_OF_PRINCIPAL = "django_mcp.sessions.of."  # the ids of the sessions one principal opened
+_OPENED = "django_mcp.sessions.opened."  # how many sessions were opened in one TTL-long window
 logger = logging.getLogger("django_mcp")
 T = TypeVar("T")
 
@@ -70,8 +80,14 @@ async def _reach(operation: Awaitable[T]) -> T:
     return result
 
 
-async def create(owner: str, protocol_version: str, capabilities: dict[str, Any], client_info: Any) -> McpSession:
-    """A new session with an unguessable id, stored for ``SESSION_TTL_SECONDS``."""
+async def create(
+    owner: str, protocol_version: str, capabilities: dict[str, Any], client_info: Any, limit_key: str | None = None
+) -> McpSession:
+    """A new session with an unguessable id, stored for ``SESSION_TTL_SECONDS``.
+
+    ``limit_key`` names whom ``SESSIONS_PER_PRINCIPAL`` counts (default: ``owner``). Past a bound
+    the session is refused: 429 for the principal's, 503 for the server's, -32602 for its size.
+    """
     session = McpSession(
         id=secrets.token_urlsafe(32),
         owner=owner,
@@ -79,13 +95,67 @@ async def create(owner: str, protocol_version: str, capabilities: dict[str, Any]
         capabilities=capabilities,
         client_info=client_info if isinstance(client_info, dict) else None,
     )
+    _check_size(session)
+    settings = get_settings()
+    if settings.SESSIONS_MAX is not None:
+        await _count_opening(settings.SESSIONS_MAX, settings.SESSION_TTL_SECONDS)
+    if settings.SESSIONS_PER_PRINCIPAL is not None:
+        await _add_to_principal(limit_key or owner, session.id, settings.SESSIONS_PER_PRINCIPAL)
     await save(session)
     return session
 
 
 async def save(session: McpSession) -> None:
-    """Store (and renew) the session."""
+    """Store (and renew) the session; -32602 if it grew past ``SESSION_MAX_BYTES``."""
+    _check_size(session)
     await _reach(_cache().aset(_PREFIX + session.id, asdict(session), get_settings().SESSION_TTL_SECONDS))
+
+
+def _check_size(session: McpSession) -> None:
+    size = len(json.dumps(asdict(session), default=str))
+    limit = get_settings().SESSION_MAX_BYTES
+    if size > limit:
+        raise invalid_params(
+            f"The session would keep {size} bytes (its capabilities, clientInfo and subscriptions); "
+            f"this server keeps at most {limit}"
+        )
+
+
+async def _count_opening(limit: int, ttl: int) -> None:
+    """Count one session opened in this TTL-long window; refuse past ``limit`` over this window and the last."""
+    window = int(time.time()) // ttl
+    cache = _cache()
+    key = f"{_OPENED}{window}"
+    await _reach(cache.aadd(key, 0, 2 * ttl))
+    opened = await _reach(cache.aincr(key))
+    before = await _reach(cache.aget(f"{_OPENED}{window - 1}", 0))
+    if opened + before > limit:
+        raise McpJsonRpcError(
+            INTERNAL_ERROR,
+            f"This server keeps at most {limit} sessions opened within {ttl} s: try again later",
+            http_status=503,
+        )
+
+
+async def _add_to_principal(key: str, session_id: str, limit: int) -> None:
+    """Add the session to its principal's list, dropping the ended and expired ones; refuse past ``limit``.
+
+    Read, modified and written back: two workers opening sessions for one principal at the same instant
+    may each count one session fewer, so the bound holds to within the number of workers.
+    """
+    cache = _cache()
+    index_key = _OF_PRINCIPAL + hashlib.sha256(key.encode()).hexdigest()
+    ids: list[str] = await _reach(cache.aget(index_key, [])) or []
+    live = await _reach(cache.aget_many([_PREFIX + i for i in ids])) if ids else {}
+    open_ids = [i for i in ids if _PREFIX + i in live]
+    if len(open_ids) >= limit:
+        raise McpJsonRpcError(
+            INTERNAL_ERROR,
+            f"Too many sessions: you have {len(open_ids)} open here (at most {limit}); "
+            "end one with DELETE or let one expire",
+            http_status=429,
+        )
+    await _reach(cache.aset(index_key, [*open_ids, session_id], get_settings().SESSION_TTL_SECONDS))
 
 
 async def load(session_id: str, owner: str) -> McpSession | None:

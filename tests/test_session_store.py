@@ -122,3 +122,135 @@ async def test_asking_a_client_works_in_one_process_without_the_layer(async_clie
         assert posted.status_code == 202
         status, body = await call
     assert body["result"]["content"] == [{"type": "text", "text": "Hello Ada"}]
+
+
+# -- bounded sessions ---------------------------------------------------------------------------------
+
+
+class Answer:
+    """An HTTP answer of the ASGI application: status, headers (lower-case names), body."""
+
+    def __init__(self, status: int, headers: dict[str, str], content: bytes) -> None:
+        self.status_code, self.headers, self.content = status, headers, content
+
+    def __getitem__(self, name: str) -> str:
+        return self.headers[name.lower()]
+
+    def __contains__(self, name: str) -> bool:
+        return name.lower() in self.headers
+
+
+async def open_session(client, capabilities=None, client_addr="127.0.0.1") -> Answer:
+    """initialize from ``client_addr`` (the ASGI scope's client: REMOTE_ADDR), through the ASGI application."""
+    from asgiref.testing import ApplicationCommunicator
+    from django.core.asgi import get_asgi_application
+
+    body = json.dumps(initialize_body("2025-11-25", capabilities if capabilities is not None else {}, "bounds"))
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp/",
+        "raw_path": b"/mcp/",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"testserver"),
+            (b"content-type", b"application/json"),
+            (b"accept", HEADERS["Accept"].encode()),
+        ],
+        "client": (client_addr, 50000),
+        "server": ("testserver", 80),
+    }
+    communicator = ApplicationCommunicator(get_asgi_application(), scope)
+    await communicator.send_input({"type": "http.request", "body": body.encode()})
+    start = await communicator.receive_output(timeout=5)
+    content = b""
+    while True:
+        message = await communicator.receive_output(timeout=5)
+        content += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    await communicator.wait(timeout=5)
+    return Answer(start["status"], {k.decode().lower(): v.decode() for k, v in start["headers"]}, content)
+
+
+@pytest.fixture
+def bounds(settings):
+    from django.core.cache import caches
+
+    caches["default"].clear()
+
+    def set_bounds(**values):
+        settings.DJANGO_MCP = {**settings.DJANGO_MCP, **values}
+
+    yield set_bounds
+    caches["default"].clear()
+
+
+async def test_a_session_bigger_than_session_max_bytes_is_refused(async_client, bounds):
+    response = await open_session(async_client, {"experimental": {"blob": "x" * 70_000}})
+    assert response.status_code == 400
+    error = json.loads(response.content)["error"]
+    assert error["code"] == -32602 and "at most 65536" in error["message"]
+    assert "Mcp-Session-Id" not in response
+
+
+async def test_subscriptions_cannot_grow_a_session_past_its_bound(async_client, bounds):
+    bounds(SESSION_MAX_BYTES=1024)
+    session, _ = await initialize(async_client, path="/mcp-content/")
+    codes = []
+    for n in range(30):
+        status, body = await rpc(
+            async_client, session, "resources/subscribe", {"uri": f"test://items/{n:040d}"}, path="/mcp-content/"
+        )
+        codes.append(body.get("error", {}).get("code"))
+    assert -32602 in codes  # refused in-band once the session would pass 1024 bytes
+
+
+async def test_one_principal_keeps_at_most_sessions_per_principal(async_client, bounds):
+    bounds(SESSIONS_PER_PRINCIPAL=3)
+    opened = [await open_session(async_client) for _ in range(3)]
+    assert [r.status_code for r in opened] == [200, 200, 200]
+    refused = await open_session(async_client)
+    assert refused.status_code == 429
+    assert "Too many sessions" in json.loads(refused.content)["error"]["message"]
+    # Ending one makes room; another address is another anonymous caller (for limits only).
+    assert (await open_session(async_client, client_addr="10.0.0.2")).status_code == 200
+    headers = {"Mcp-Session-Id": opened[0]["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+    assert (await async_client.delete("/mcp/", headers=headers)).status_code in (200, 204)
+    assert (await open_session(async_client)).status_code == 200
+
+
+async def test_a_flood_is_refused_and_evicts_no_live_session(async_client, bounds):
+    session, _ = await initialize(async_client)
+    statuses = [(await open_session(async_client)).status_code for _ in range(150)]
+    assert statuses.count(429) >= 50  # the default: 100 per principal (this address)
+    status, body = await rpc(async_client, session, "ping")
+    assert (status, body["result"]) == (200, {})  # the first session is still there
+
+
+async def test_sessions_max_bounds_what_the_server_opens(async_client, bounds):
+    bounds(SESSIONS_MAX=4, SESSIONS_PER_PRINCIPAL=None)
+    statuses = [(await open_session(async_client, client_addr=f"10.0.1.{n}")).status_code for n in range(6)]
+    assert statuses == [200, 200, 200, 200, 503, 503]
+
+
+def test_w014_a_culling_cache_too_small_for_sessions_max(settings):
+    from django_mcp.checks import check_session_cache_size
+
+    settings.DEBUG = False
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    (warning,) = check_session_cache_size()
+    assert warning.id == "django_mcp.W014" and "culls past 300 entries" in warning.msg
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 50_000}}
+    }
+    assert check_session_cache_size() == []
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://x"}}
+    assert check_session_cache_size() == []
+    settings.DEBUG = True
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    assert check_session_cache_size() == []
