@@ -66,13 +66,10 @@ def principal(server: McpServer, request: HttpRequest) -> str:
     return sessions.owner_key(server.urls_namespace, probe.principal_key)
 
 
-def _limit_key(server: McpServer, request: HttpRequest) -> str:
-    """Whom the session caps count: the principal, or for anonymous callers their address (never a binding)."""
+def limit_key(server: McpServer, request: HttpRequest) -> str:
+    """Whom per-caller limits count for this HTTP request (:attr:`McpRequest.limit_key`), as a digest."""
     probe = McpRequest(request, request_id=None, method="", params={}, meta=_meta("", {}, None))
-    key = probe.principal_key
-    if key == "anonymous":
-        key = f"anonymous@{request.META.get('REMOTE_ADDR', '')}"
-    return sessions.owner_key(server.urls_namespace, key)
+    return sessions.owner_key(server.urls_namespace, probe.limit_key)
 
 
 def _meta(
@@ -173,9 +170,9 @@ async def _initialize(
         error = invalid_params("Invalid params for initialize: protocolVersion (string) and capabilities are required")
         return _error(error, request_id)
     version = negotiate(params["protocolVersion"], served)
-    owner, limit_key = principal(server, request), _limit_key(server, request)
+    owner, counted_as = principal(server, request), limit_key(server, request)
     try:
-        session = await sessions.create(owner, version, capabilities, params.get("clientInfo"), limit_key)
+        session = await sessions.create(owner, version, capabilities, params.get("clientInfo"), counted_as)
     except McpJsonRpcError as exc:
         return _error(exc, request_id)
     probe = McpRequest(

@@ -114,7 +114,7 @@ async def handle_session_request(server: McpServer, request: HttpRequest) -> Htt
             )
         await server.started()
         stream = await handshake.open_stream(server, request, headers)
-        admit_stream(stream, handshake.principal(server, request))
+        admit_stream(stream, handshake.limit_key(server, request))
     except Rejection as rejection:
         return _error(rejection.error, rejection.request_id)
     except McpJsonRpcError as exc:

@@ -285,6 +285,17 @@ async def test_listen_streams_per_principal_are_capped(async_client, settings):
         await stream.close()
 
 
+async def test_anonymous_listen_streams_are_capped_per_client_address(async_client, settings):
+    """On an open server, one anonymous client filling its allowance locks out nobody else."""
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_MAX_STREAMS_PER_PRINCIPAL": 2}
+    opened = [await _open(f"x{i}", "/mcp/", {}, ("10.0.0.1", 4000 + i)) for i in range(2)]
+    with pytest.raises(AssertionError):  # the third from the same address: 429, no acknowledgement
+        await _open("x3", "/mcp/", {}, ("10.0.0.1", 4100))
+    other = await _open("y1", "/mcp/", {}, ("10.0.0.2", 4000))
+    for stream in (*opened, other):
+        await stream.close()
+
+
 async def test_listen_streams_per_process_are_capped(async_client, settings):
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_MAX_STREAMS": 2}
     streams = [
@@ -377,8 +388,8 @@ def _listen_body(id: str) -> dict[str, Any]:
     return request_body("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, id=id)
 
 
-async def _open(id: str, path: str, headers: dict[str, str]) -> Stream:
-    stream = await Stream.open(_listen_body(id), path, headers)
+async def _open(id: str, path: str, headers: dict[str, str], client=("127.0.0.1", 5000)) -> Stream:
+    stream = await Stream.open(_listen_body(id), path, headers, client)
     assert (await stream.frame())["method"] == "notifications/subscriptions/acknowledged"
     return stream
 

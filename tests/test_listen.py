@@ -26,7 +26,7 @@ class Stream:
         self.ended = False
 
     @classmethod
-    async def open(cls, body, path, headers=None):
+    async def open(cls, body, path, headers=None, client=("127.0.0.1", 5000)):
         scope = {
             "type": "http",
             "asgi": {"version": "3.0"},
@@ -39,7 +39,7 @@ class Stream:
             "root_path": "",
             "headers": [(b"host", b"testserver")]
             + [(k.lower().encode(), v.encode()) for k, v in {**headers_for(body), **(headers or {})}.items()],
-            "client": ("127.0.0.1", 5000),
+            "client": client,
             "server": ("testserver", 80),
         }
         communicator = ApplicationCommunicator(get_asgi_application(), scope)

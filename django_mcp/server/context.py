@@ -160,6 +160,16 @@ class McpRequest:
             return await self._asker(requests)
         return self.input_rounds.ask(requests, self.client_capabilities)
 
+    @property
+    def limit_key(self) -> str:
+        """Whom per-caller limits count (listen streams, sessions): :attr:`principal_key`, or for an
+        anonymous caller its client address, so that one anonymous client cannot lock out the rest.
+        Never a binding: every anonymous caller still sees the same tasks."""
+        key = self.principal_key
+        if key == "anonymous":
+            return f"anonymous@{getattr(self.http_request, 'META', {}).get('REMOTE_ADDR', '')}"
+        return key
+
     def ask(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
         """:meth:`aask` for sync handlers (call it from the handler's worker thread)."""
         if self._asker is not None:

@@ -64,7 +64,7 @@ async def listen(context: ServerContext, request: McpRequest, params: ListenPara
         keepalive_seconds=settings.LISTEN_KEEPALIVE_SECONDS,
         queue_size=settings.LISTEN_QUEUE_SIZE,
     )
-    return admit_stream(stream, principal_digest(request.namespace, request.principal_key))
+    return admit_stream(stream, principal_digest(request.namespace, request.limit_key))
 
 
 def principal_digest(namespace: str, principal_key: str) -> str:
