@@ -10,7 +10,7 @@ import pytest
 from django.test import override_settings
 
 from tests.test_handshake import HEADERS, initialize, rpc
-from tests.wire import call, initialize_body
+from tests.wire import AsgiAnswer, call, initialize_body, post_from
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -127,54 +127,10 @@ async def test_asking_a_client_works_in_one_process_without_the_layer(async_clie
 # -- bounded sessions ---------------------------------------------------------------------------------
 
 
-class Answer:
-    """An HTTP answer of the ASGI application: status, headers (lower-case names), body."""
-
-    def __init__(self, status: int, headers: dict[str, str], content: bytes) -> None:
-        self.status_code, self.headers, self.content = status, headers, content
-
-    def __getitem__(self, name: str) -> str:
-        return self.headers[name.lower()]
-
-    def __contains__(self, name: str) -> bool:
-        return name.lower() in self.headers
-
-
-async def open_session(client, capabilities=None, client_addr="127.0.0.1") -> Answer:
-    """initialize from ``client_addr`` (the ASGI scope's client: REMOTE_ADDR), through the ASGI application."""
-    from asgiref.testing import ApplicationCommunicator
-    from django.core.asgi import get_asgi_application
-
-    body = json.dumps(initialize_body("2025-11-25", capabilities if capabilities is not None else {}, "bounds"))
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/mcp/",
-        "raw_path": b"/mcp/",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [
-            (b"host", b"testserver"),
-            (b"content-type", b"application/json"),
-            (b"accept", HEADERS["Accept"].encode()),
-        ],
-        "client": (client_addr, 50000),
-        "server": ("testserver", 80),
-    }
-    communicator = ApplicationCommunicator(get_asgi_application(), scope)
-    await communicator.send_input({"type": "http.request", "body": body.encode()})
-    start = await communicator.receive_output(timeout=5)
-    content = b""
-    while True:
-        message = await communicator.receive_output(timeout=5)
-        content += message.get("body", b"")
-        if not message.get("more_body"):
-            break
-    await communicator.wait(timeout=5)
-    return Answer(start["status"], {k.decode().lower(): v.decode() for k, v in start["headers"]}, content)
+async def open_session(client, capabilities=None, client_addr="127.0.0.1") -> AsgiAnswer:
+    """initialize from ``client_addr``."""
+    body = initialize_body("2025-11-25", capabilities if capabilities is not None else {}, "bounds")
+    return await post_from(client_addr, body, "/mcp/", modern=False)
 
 
 @pytest.fixture

@@ -17,12 +17,12 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from django_mcp.models import Task
-from django_mcp.tasks import EXTENSION_ID, astart_task
+from django_mcp.tasks import EXTENSION_ID, McpTasks, astart_task
 from django_mcp.tasks.models import TaskQuota
 from django_mcp.tasks.store import new_task_id
 from django_mcp.tasks.wire import DETAILED_FIELDS, timestamp
 from tests.task_servers import EVENTS, small_server, stop_all_tasks
-from tests.wire import assert_wire, post, request_body
+from tests.wire import assert_wire, post, post_from, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -600,6 +600,33 @@ async def test_one_caller_cannot_starve_the_others(async_client):
     await create(async_client, "slow", path=path, headers=as_("carol"))
     full = await rpc(async_client, "tools/call", {"name": "slow"}, path=path, headers=as_("dave"), status=200)
     assert error_of(full)["data"] == {"maxTasks": 5}  # the server's own cap still holds
+
+
+@pytest.mark.parametrize("max_tasks, per_owner", [(1000, 100), (25, 10), (3, 3), (200_000, 20_000)])
+def test_the_per_caller_cap_is_on_by_default(max_tasks, per_owner):
+    assert McpTasks(max_tasks=max_tasks).max_tasks_per_owner == per_owner
+    assert McpTasks(max_tasks=max_tasks, max_tasks_per_owner=None).max_tasks_per_owner is None
+
+
+async def test_anonymous_callers_are_capped_per_address_and_still_share_their_tasks(async_client):
+    """/mcp-cap/: max_tasks=25, so 10 per caller; anonymous callers counted by client address."""
+    body = request_body("tools/call", {"name": "slow", "arguments": {}}, capabilities=CLIENT)
+    made = [(await post_from("10.1.0.1", body, "/mcp-cap/")).json()["result"] for _ in range(10)]
+    assert {m["resultType"] for m in made} == {"task"}
+    refused = (await post_from("10.1.0.1", body, "/mcp-cap/")).json()
+    assert error_of(refused)["data"] == {"maxTasksPerOwner": 10}
+    other = (await post_from("10.1.0.2", body, "/mcp-cap/")).json()["result"]
+    assert other["resultType"] == "task"  # another anonymous client is not locked out
+    # For the cap only: every anonymous caller still reads the same tasks.
+    seen = (
+        await post_from(
+            "10.1.0.2", request_body("tasks/get", {"taskId": made[0]["taskId"]}, capabilities=CLIENT), "/mcp-cap/"
+        )
+    ).json()
+    assert seen["result"]["taskId"] == made[0]["taskId"]
+    rows = {row async for row in Task.objects.filter(scope="mcp_cap").values_list("owner", "counted_as").distinct()}
+    owners, counted = {o for o, _ in rows}, {c for _, c in rows}
+    assert len(owners) == 1 and len(counted) == 2
 
 
 async def test_each_server_counts_its_own_cap(async_client):

@@ -157,3 +157,57 @@ def asgi_scope(body: dict[str, Any], headers: dict[str, str] | None = None, host
         "client": ("127.0.0.1", 5000),
         "server": ("127.0.0.1", 80),
     }
+
+
+class AsgiAnswer:
+    """An HTTP answer of the ASGI application: status, headers (lower-case names), body."""
+
+    def __init__(self, status: int, headers: dict[str, str], content: bytes) -> None:
+        self.status_code, self.headers, self.content = status, headers, content
+
+    def __getitem__(self, name: str) -> str:
+        return self.headers[name.lower()]
+
+    def __contains__(self, name: str) -> bool:
+        return name.lower() in self.headers
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+async def post_from(
+    address: str, body: dict[str, Any], path: str, headers: dict[str, str] | None = None, *, modern: bool = True
+) -> AsgiAnswer:
+    """POST ``body`` through the ASGI application as a client at ``address`` (the scope's client:
+    ``REMOTE_ADDR``, which Django's test clients cannot set); with a 2026-07-28 client's headers for
+    ``body`` unless ``modern`` is False (a handshake-era ``initialize``)."""
+    from asgiref.testing import ApplicationCommunicator
+    from django.core.asgi import get_asgi_application
+
+    plain = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    hdrs = {**(headers_for(body) if modern else plain), **(headers or {})}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"testserver")] + [(k.lower().encode(), v.encode()) for k, v in hdrs.items()],
+        "client": (address, 50000),
+        "server": ("testserver", 80),
+    }
+    communicator = ApplicationCommunicator(get_asgi_application(), scope)
+    await communicator.send_input({"type": "http.request", "body": json.dumps(body).encode()})
+    start = await communicator.receive_output(timeout=5)
+    content = b""
+    while True:
+        message = await communicator.receive_output(timeout=5)
+        content += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    await communicator.wait(timeout=5)
+    return AsgiAnswer(start["status"], {k.decode().lower(): v.decode() for k, v in start["headers"]}, content)

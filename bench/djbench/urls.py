@@ -22,6 +22,7 @@ server = McpServer(
     extension_plugins=[
         McpTasks(
             max_tasks=2_000_000,
+            max_tasks_per_owner=None,  # the load generator is one caller, and the 1M phase one owner's rows
             ttl_seconds=3600,
             poll_interval_seconds=int(os.environ.get("BENCH_POLL_MS", "100")) / 1000,
         )

@@ -89,6 +89,13 @@ class Task(models.Model):
         "is not a user (such as a bearer token, which is not stored), or anonymous. Blank on tasks created "
         "before it was recorded.",
     )
+    counted_as = models.CharField(
+        max_length=255,
+        blank=True,
+        default="",
+        help_text="Whom the per-caller cap counts the task against: the owner digest, or for an anonymous "
+        "caller a digest of its client address (for the cap only: anonymous callers still share their tasks).",
+    )
     arguments = models.JSONField(default=dict, blank=True, help_text="The arguments of the tool call.")
     status_message = models.TextField(
         blank=True,

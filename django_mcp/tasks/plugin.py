@@ -60,6 +60,13 @@ MAX_WATCHED_TASKS = 1000
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _REQUIRED: dict[str, Any] = {"extensions": {EXTENSION_ID: {}}}
 TASK_SUPPORT = ("forbidden", "optional", "required")
+_A_TENTH: Any = object()  # McpTasks(max_tasks_per_owner=) not given: default_tasks_per_owner(max_tasks)
+
+
+def default_tasks_per_owner(max_tasks: int) -> int:
+    """The per-caller cap when none is given: a tenth of ``max_tasks``, at least 10 (at most ``max_tasks``),
+    so that one caller cannot fill the server alone."""
+    return min(max_tasks, max(10, max_tasks // 10))
 
 
 class TaskIdParams(Params):
@@ -155,9 +162,10 @@ class McpTasks(ExtensionPlugin):
     """The tasks extension. Installing it in ``McpServer(extension_plugins=[...])`` is the whole switch.
 
     ``max_tasks`` tasks are retained at once by this server, and at most
-    ``max_tasks_per_owner`` by any one caller (None: no per-caller cap), so one
-    caller cannot starve the rest (creation past a cap is refused, nothing is
-    evicted); each lives ``ttl_seconds`` from creation (None: until
+    ``max_tasks_per_owner`` by any one caller (default: a tenth of ``max_tasks``,
+    at least 10; None: no per-caller cap; an anonymous caller is counted by its
+    client address), so one caller cannot starve the rest (creation past a cap
+    is refused, nothing is evicted); each lives ``ttl_seconds`` from creation (None: until
     deleted); clients are told to poll every ``poll_interval_seconds``.
     ``bind(request)`` names who may see a task (default: the authenticated
     principal, else the Django user, else anonymous). ``enabled(request)``
@@ -184,7 +192,7 @@ class McpTasks(ExtensionPlugin):
         self,
         *,
         max_tasks: int = 1000,
-        max_tasks_per_owner: int | None = None,
+        max_tasks_per_owner: int | None = _A_TENTH,
         ttl_seconds: float | None = 3600,
         poll_interval_seconds: float = 1.0,
         bind: Callable[[McpRequest], Any] | None = None,
@@ -198,6 +206,8 @@ class McpTasks(ExtensionPlugin):
             )
         if not isinstance(max_tasks, int) or isinstance(max_tasks, bool) or max_tasks < 1:
             raise ImproperlyConfigured("McpTasks(max_tasks=...) must be a positive integer")
+        if max_tasks_per_owner is _A_TENTH:
+            max_tasks_per_owner = default_tasks_per_owner(max_tasks)
         if max_tasks_per_owner is not None and (
             not isinstance(max_tasks_per_owner, int) or isinstance(max_tasks_per_owner, bool) or max_tasks_per_owner < 1
         ):
@@ -327,6 +337,13 @@ class McpTasks(ExtensionPlugin):
 
     # -- binding ---------------------------------------------------------------------------
 
+    def counted_as(self, request: McpRequest) -> str:
+        """Whom ``max_tasks_per_owner`` counts a task of ``request`` against: its owner, or for an
+        anonymous caller (with the default binding) a digest of its client address."""
+        if self._bind is not None or request.principal_key != "anonymous":
+            return self.owner_of(request)
+        return "sha256:" + hashlib.sha256(f"{self.namespace}\0{request.limit_key}".encode()).hexdigest()
+
     def owner_of(self, request: McpRequest) -> str:
         """The binding key for tasks created or read by ``request``: a digest, scoped to the server.
 
@@ -436,6 +453,7 @@ class McpTasks(ExtensionPlugin):
                 lease_seconds=None if backend else settings.TASK_LEASE_SECONDS,
                 request_meta=request_meta,
                 backend=backend or "",
+                counted_as=self.counted_as(request),
                 **creator_fields(request.auth, request.user),
             )
         except task_store.TaskLimitReached as reached:

@@ -215,19 +215,22 @@ def create(
     lease_seconds: float | None,
     request_meta: Mapping[str, Any] | None = None,
     backend: str = "",
+    counted_as: str = "",
     **creator: Any,
 ) -> Task:
     """Insert a ``working`` task, committed (durably) before this returns.
 
-    Refuses past ``max_tasks`` retained by the server (``scope``) or ``max_tasks_per_owner`` by its
-    owner. Each cap is one conditional increment of a counter row, so the cost does not grow with
-    the table; only a creation at a cap sweeps expired tasks (the lazy sweep) before it refuses.
+    Refuses past ``max_tasks`` retained by the server (``scope``) or ``max_tasks_per_owner`` by
+    ``counted_as`` (default: its owner). Each cap is one conditional increment of a counter row, so
+    the cost does not grow with the table; only a creation at a cap sweeps expired tasks (the lazy
+    sweep) before it refuses.
     """
     now = timezone.now()
     row = Task(
         id=task_id or new_task_id(),
         tool=tool,
         owner=owner,
+        counted_as=counted_as or owner,
         scope=scope,
         arguments=dict(arguments),
         status_message=status_message,
@@ -260,14 +263,14 @@ def create(
                     cursor.execute("SET LOCAL synchronous_commit TO OFF")
             _take_place(scope, "", max_tasks, now)  # the server's row first, then the owner's: one lock order
             if max_tasks_per_owner is not None:
-                _take_place(scope, owner, max_tasks_per_owner, now)
+                _take_place(scope, row.counted_as, max_tasks_per_owner, now)
             if not separate:
                 _insert(row)
                 return row
     try:
         _insert(row)
     except BaseException:
-        _give_back(scope, owner if max_tasks_per_owner is not None else None)
+        _give_back(scope, row.counted_as if max_tasks_per_owner is not None else None)
         raise
     return row
 
@@ -362,7 +365,7 @@ def _start_counting(scope: str, owner: str) -> None:
     """Make the missing counter row from a count of the tasks (unless a concurrent creation just did)."""
     alias = _database()
     tasks = Task.objects.using(alias).filter(scope=scope)
-    initial = (tasks.filter(owner=owner) if owner else tasks).count()
+    initial = (tasks.filter(counted_as=owner) if owner else tasks).count()
     try:
         with transaction.atomic(using=alias):  # a savepoint: another process may create the row at the same moment
             TaskQuota.objects.using(alias).create(scope=scope, owner=owner, count=initial)
@@ -375,14 +378,14 @@ def _forget(tasks: QuerySet[Task]) -> int:
     alias = _database()
     tasks = tasks.using(alias)  # counted where they are deleted, not on a read replica
     with transaction.atomic(using=alias):
-        groups = list(tasks.order_by().values("scope", "owner").annotate(n=Count("pk")))
+        groups = list(tasks.order_by().values("scope", "counted_as").annotate(n=Count("pk")))
         deleted, _ = tasks.delete()
         per_server: dict[str, int] = {}
         for group in groups:
             per_server[group["scope"]] = per_server.get(group["scope"], 0) + group["n"]
         # Servers' rows before owners' rows, as creation takes them: no lock-order deadlock.
         decrements = [(scope, "", n) for scope, n in sorted(per_server.items())]
-        decrements += sorted((g["scope"], g["owner"], g["n"]) for g in groups if g["owner"])
+        decrements += sorted((g["scope"], g["counted_as"], g["n"]) for g in groups if g["counted_as"])
         for scope, owner, n in decrements:
             TaskQuota.objects.using(alias).filter(scope=scope, owner=owner).update(count=Greatest(F("count") - n, 0))
     return deleted
