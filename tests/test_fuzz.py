@@ -11,7 +11,11 @@ NaN/Infinity literals, huge numbers and deep nesting. Every exchange must end wi
   whose every ``data:`` line is one, ending with the response, or an empty 202;
 * the request's id echoed exactly when the response carries one.
 
-Runs are seeded (``derandomize=True``) and bounded: 300 + 300 + 300 + 600 examples, about 15 s.
+Two more cover the handshake era: whatever is posted inside a live session (or a wrong, missing
+or someone else's), requests, notifications, responses and ``initialize`` alike; and GET and DELETE
+with fuzzed session headers. The suite's PostgreSQL + Redis leg runs them all again there.
+
+Runs are seeded (``derandomize=True``) and bounded: 300 + 300 + 300 + 600 + 300 + 100 examples.
 ``DJANGO_MCP_FUZZ_EXAMPLES`` sets the number of examples of each test for a long campaign, which
 is random rather than seeded (a failure prints the example and a ``@reproduce_failure`` blob)::
 
@@ -521,6 +525,140 @@ def test_mutated_conforming_requests_get_a_json_rpc_answer(loop, case, ensure_as
     path, message = case
     headers, drop = apply_edits(routing_headers(message), edits)
     exchange(loop, path, encode(message, ensure_ascii), headers, drop)
+
+
+# --------------------------------------------------------------------------- the handshake era
+
+HANDSHAKE_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+HANDSHAKE_METHODS = [
+    *METHODS,
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "notifications/initialized",
+    "notifications/cancelled",
+    "completion/complete",
+]
+
+
+@st.composite
+def handshake_messages(draw: st.DrawFn) -> Any:
+    """What a handshake-era client (or a broken one) posts inside a session: requests, notifications,
+    responses to the server's requests, a new ``initialize``; mostly well-formed."""
+    kind = draw(st.sampled_from(["request", "notification", "response", "initialize", "anything"]))
+    if kind == "anything":
+        return draw(json_values)
+    message: dict[str, Any] = {"jsonrpc": draw(mostly(st.just("2.0"), json_values, odds=10))}
+    if kind == "response":
+        message["id"] = draw(mostly(st.text(max_size=12) | st.integers(), json_values, odds=2))
+        message[draw(st.sampled_from(["result", "error"]))] = draw(json_values)
+        return message
+    message["method"] = draw(
+        mostly(st.sampled_from(HANDSHAKE_METHODS), texts, odds=6) if kind != "initialize" else st.just("initialize")
+    )
+    if kind != "notification":
+        message["id"] = draw(mostly(st.integers() | texts, json_values, odds=8))
+    params: dict[str, Any] = {}
+    if kind == "initialize":
+        params = {
+            "protocolVersion": draw(mostly(st.sampled_from(HANDSHAKE_VERSIONS), json_values)),
+            "capabilities": draw(mostly(st.just({}), json_values)),
+            "clientInfo": draw(mostly(st.just({"name": "fuzz", "version": "1"}), json_values)),
+        }
+    else:
+        params = draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "name": mostly(st.sampled_from(TOOLS), texts),
+                    "arguments": mostly(
+                        st.dictionaries(st.sampled_from(ARGUMENT_NAMES), json_values, max_size=3), json_values
+                    ),
+                    "uri": mostly(st.sampled_from(URIS), texts),
+                    "level": mostly(st.sampled_from(LOG_LEVELS), json_values),
+                    "requestId": json_values,
+                    "_meta": json_values,
+                },
+            )
+        )
+    message["params"] = draw(mostly(st.just(params), json_values, odds=10))
+    return message
+
+
+@pytest.fixture(scope="module")
+def handshake_session(loop, django_db_blocker) -> str:
+    """One session for the module's examples (capabilities {}: a tool that asks answers -32021 at once)."""
+    from tests.wire import initialize_body
+
+    async def open_one() -> str:
+        body = json.dumps(initialize_body("2025-11-25", {}, "fuzz"))
+        response = await AsyncClient().post(
+            "/mcp/",
+            data=body,
+            content_type="application/json",
+            headers={"Accept": "application/json, text/event-stream"},
+        )
+        assert response.status_code == 200, response.content
+        return str(response["Mcp-Session-Id"])
+
+    with django_db_blocker.unblock():
+        return loop.run_until_complete(open_one())
+
+
+session_headers = st.fixed_dictionaries(
+    {
+        "MCP-Protocol-Version": mostly(st.sampled_from(HANDSHAKE_VERSIONS), st.none() | header_values),
+        "Mcp-Session-Id": mostly(st.just("SESSION"), st.none() | header_values),
+    }
+)
+
+
+async def _exchange_other(method: str, path: str, headers: dict[str, str]) -> None:
+    """A GET or DELETE: an allowed status, and a JSON-RPC error body when there is a JSON body."""
+    client = AsyncClient()
+    response = await (client.get if method == "GET" else client.delete)(path, headers=headers)
+    assert response.status_code in STATUSES | {405}, (method, response.status_code, headers)
+    if response.streaming:  # a GET stream that opened: its first bytes, then leave
+        chunks = response.streaming_content.__aiter__()
+        assert (await asyncio.wait_for(chunks.__anext__(), 5)).startswith(b":")
+        await chunks.aclose()
+    elif response.content:
+        check_response(strict_loads(response.content), None)
+
+
+@_settings(ci_examples=300)
+@example(
+    message={"jsonrpc": "2.0", "id": 5, "result": {}}, headers={"MCP-Protocol-Version": "2025-11-25"}, ensure_ascii=True
+)
+@example(
+    message={"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": {"x": 1}}},
+    headers={"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": "SESSION"},
+    ensure_ascii=True,
+)
+@example(
+    message={"jsonrpc": "2.0", "id": "x", "result": {"t": "\ud800", "n": 2**70}},
+    headers={"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": "SESSION"},
+    ensure_ascii=True,
+)
+@given(message=handshake_messages(), headers=session_headers, ensure_ascii=st.booleans())
+def test_handshake_era_posts_get_a_json_rpc_answer(loop, handshake_session, message, headers, ensure_ascii):
+    """Inside a live session (or a wrong, missing or someone else's one), whatever is posted."""
+    sent = {k: (handshake_session if v == "SESSION" else v) for k, v in headers.items() if v is not None}
+    drop = ("MCP-Protocol-Version",) if "MCP-Protocol-Version" not in sent else ()
+    exchange(loop, "/mcp/", encode(message, ensure_ascii), sent, drop)
+
+
+@_settings(ci_examples=100)
+@given(
+    method=st.sampled_from(["GET", "DELETE"]),
+    headers=session_headers,
+    accept=st.sampled_from(["text/event-stream", "*/*", "application/json"]),
+)
+def test_handshake_era_get_and_delete_get_an_http_answer(loop, handshake_session, method, headers, accept):
+    sent = {k: (handshake_session if v == "SESSION" else v) for k, v in headers.items() if v is not None}
+    if method == "DELETE" and sent.get("Mcp-Session-Id") == handshake_session:
+        sent["Mcp-Session-Id"] = "not-" + handshake_session  # the shared session stays open for the others
+    loop.run_until_complete(asyncio.wait_for(_exchange_other(method, "/mcp/", {**sent, "Accept": accept}), 20))
 
 
 # --------------------------------------------------------------------------- the oracle itself
