@@ -265,6 +265,30 @@ async def test_an_open_listen_stream_holds_no_thread(async_client):
     assert held <= 1, f"{held} threads for 8 open streams"
 
 
+async def test_streams_ending_at_once_start_a_bounded_number_of_threads(async_client, settings):
+    """3,000 streams dropping at once started 2,834 threads: each request's end ran on a thread of its own."""
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_MAX_STREAMS_PER_PRINCIPAL": None}
+    streams = [await listen(async_client, {"toolsListChanged": True}, id=i) for i in range(60)]
+    for stream in streams:
+        await stream.frame()
+    await asyncio.sleep(0.3)
+    before = threading.active_count()
+    peak, sampling = [before], True
+
+    def sample() -> None:
+        while sampling:
+            peak.append(threading.active_count())
+            time.sleep(0.0005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    await asyncio.gather(*(stream.close() for stream in streams))
+    sampling = False
+    sampler.join()
+    started = max(peak) - before - 1  # the sampler itself
+    assert started <= 8, f"{started} threads started while 60 streams ended"
+
+
 async def test_listen_streams_per_principal_are_capped(async_client, settings):
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_MAX_STREAMS_PER_PRINCIPAL": 2}
     alice = {"Authorization": "Bearer alice-token"}

@@ -37,6 +37,7 @@ import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import SyncToAsync, sync_to_async
@@ -820,8 +821,9 @@ async def _release_request_thread() -> None:
     executor that lives until the response is finished, i.e. as long as a listen stream stays open:
     a thread and some 70 KB per stream. Nothing sync runs while a stream waits, so close the
     database connections of that thread in it (what ``request_finished`` would have done: pooled
-    connections go back to the pool) and shut the executor down. A later sync call of the request
-    (Django's ``response.close()`` at the end) starts a fresh one for the moment it needs it.
+    connections go back to the pool) and shut the executor down. The request's later sync calls
+    (Django's ``response.close()`` at the end) run on a small pool shared by all released streams,
+    so thousands of streams ending at once start no thread each.
     """
     context = SyncToAsync.thread_sensitive_context.get(None)
     executors = getattr(SyncToAsync, "context_to_thread_executor", None)
@@ -832,8 +834,26 @@ async def _release_request_thread() -> None:
         return
     await sync_to_async(connections.close_all)()
     if executors.get(context) is executor:
-        del executors[context]
+        executors[context] = _stream_end_executor
     executor.shutdown(wait=False)
+
+
+class _SharedExecutor(ThreadPoolExecutor):
+    """The pool the released streams' requests end on: shared, so never shut down by one of them.
+
+    asgiref's ``ThreadSensitiveContext`` shuts a request's executor down at its end, joining it in a
+    thread of its own when the executor is truthy: this one is falsy, so no thread is started.
+    """
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Left running: other requests end on it."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+_stream_end_executor = _SharedExecutor(max_workers=4, thread_name_prefix="django-mcp-stream-end")
+"""Process-wide by nature: a bounded pool for the ends of every released listen stream's request."""
 
 
 # -- process-wide --------------------------------------------------------------------------------------
