@@ -729,7 +729,7 @@ async def test_releasing_the_request_thread_closes_its_database_connections_firs
     from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
     from django.db import connections
 
-    from django_mcp.server.listen import _release_request_thread
+    from django_mcp.server.listen import _release_request_thread, _stream_end_executor
 
     def touch() -> Any:
         wrapper = connections["default"]  # this thread's own
@@ -743,6 +743,7 @@ async def test_releasing_the_request_thread_closes_its_database_connections_firs
         assert context in SyncToAsync.context_to_thread_executor
         await _release_request_thread()
         assert wrapper.connection is None  # closed in its own thread, before that thread went
-        assert context not in SyncToAsync.context_to_thread_executor
-        _, again = await sync_to_async(touch)()  # a later sync call of the request gets a fresh thread
+        assert SyncToAsync.context_to_thread_executor[context] is _stream_end_executor
+        end, again = await sync_to_async(touch)()  # a later sync call of the request: on the shared pool
         assert again != thread
+        await sync_to_async(end.close)()
