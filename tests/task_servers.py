@@ -56,6 +56,15 @@ async def declared_queued(request: TaskRequest) -> str:
 
 
 @task_tools.register(task_support="optional")
+async def declared_sync_progress(request: TaskRequest, steps: int = 3) -> str:
+    """Reports progress at every step (a task's statusMessage)."""
+    for step in range(1, steps + 1):
+        if request.task is not None:
+            await request.task.aupdate(f"step {step}/{steps}")
+    return f"{steps} steps"
+
+
+@task_tools.register(task_support="optional")
 def declared_sync(request: TaskRequest, text: str = "x") -> str:
     """A plain def body runs in a thread, as the task too (sync twins of update and input)."""
     if request.task is not None:

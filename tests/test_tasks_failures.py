@@ -299,3 +299,98 @@ async def test_a_row_of_this_runner_that_it_never_started_is_reaped_and_its_runn
     await orphan.arefresh_from_db()
     assert orphan.status == "failed" and orphan.error["message"].startswith("Task owner stopped")
     assert (await Task.objects.aget(pk=running)).status == "working"  # renewed by the same maintenance round
+
+
+# -- a database outage longer than the lease: live tasks keep their outcome ---------------------------------
+
+
+@pytest.fixture
+def runner_after_an_outage(settings):
+    """PLUGIN's runner as its maintenance leaves it when the database went away and came back just now."""
+    runner = PLUGIN.runner
+    saved = runner._reachable_since
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LEASE_SECONDS": 0.6, "TASK_LEASE_RENEW_SECONDS": 0.2}
+    runner._database_reached(False)
+    runner._database_reached(True)
+    yield runner
+    runner._reachable_since = saved
+
+
+async def lapsed_task_of_another_process() -> Task:
+    return await Task.objects.acreate(
+        tool="slow",
+        owner=owner_key("mcp_tasks", "nobody"),
+        scope="mcp_tasks",
+        poll_interval_ms=100,
+        node="alive-but-cut-off-too",
+        lease_expires_at=timezone.now() - timedelta(seconds=30),
+    )
+
+
+async def test_a_lapsed_lease_is_not_reaped_right_after_an_outage(async_client, runner_after_an_outage):
+    task = await lapsed_task_of_another_process()
+    assert not runner_after_an_outage.may_reap()
+    assert (await get(async_client, str(task.pk)))["result"]["status"] == "working"  # touched: not reaped
+    await runner_after_an_outage.maintain_once(0.6)  # the sweep holds off too
+    await task.arefresh_from_db()
+    assert task.status == "working"
+    # Its owner, alive, renews within a renew interval; one that does not is reaped a lease later.
+    await asyncio.sleep(0.7)
+    assert runner_after_an_outage.may_reap()
+    result = (await get(async_client, str(task.pk)))["result"]
+    assert result["status"] == "failed" and result["error"]["message"].startswith("Task owner stopped")
+
+
+async def test_maintenance_that_cannot_reach_the_database_holds_off_reaping(settings):
+    runner = PLUGIN.runner
+    saved = runner._reachable_since
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LEASE_RENEW_SECONDS": 0.05, "TASK_LEASE_SECONDS": 0.6}
+    calls = {"n": 0}
+    real = runner.maintain_once
+
+    async def down_then_up(lease_seconds):
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise OperationalError("connection refused")
+        return await real(lease_seconds)
+
+    try:
+        assert runner.may_reap()  # never saw the database fail
+        with mock.patch.object(runner, "maintain_once", down_then_up):
+            loop_task = asyncio.ensure_future(runner._maintain())
+            while calls["n"] < 3:
+                await asyncio.sleep(0.02)
+            loop_task.cancel()
+        assert runner._reachable_since is not None and not runner.may_reap()
+    finally:
+        runner._reachable_since = saved
+
+
+async def test_progress_that_meets_a_lost_database_is_dropped_and_the_task_completes(async_client):
+    async def down(*args, **kwargs):
+        raise OperationalError("server closed the connection")
+
+    with mock.patch.object(PLUGIN.store, "set_status_message", down):
+        task_id = (await create(async_client, "declared_sync_progress", {"steps": 3}))["taskId"]
+        done = await wait_for(async_client, task_id, "completed", "failed")
+    assert done["status"] == "completed", done
+    assert done["result"]["content"] == [{"type": "text", "text": "3 steps"}]
+
+
+async def test_the_final_write_retries_for_as_long_as_the_database_is_down_by_default(async_client, settings):
+    from django_mcp.tasks.conf import get_tasks_settings
+
+    assert get_tasks_settings().TASK_FINAL_WRITE_RETRY_SECONDS is None  # of any length
+    real_finish = PLUGIN.store.finish
+    calls = {"n": 0}
+
+    async def flaky_finish(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] <= 6:  # 0.1 + 0.2 + 0.4 + 0.8 + 1.6 + 3.2 s: past any short deadline
+            raise OperationalError("server closed the connection")
+        return await real_finish(*args, **kwargs)
+
+    with mock.patch.object(PLUGIN.store, "finish", flaky_finish):
+        task_id = (await create(async_client, "quick", {"text": "kept"}))["taskId"]
+        done = await wait_for(async_client, task_id, "completed", timeout=15)
+    assert done["result"]["content"][0]["text"] == "task:kept"

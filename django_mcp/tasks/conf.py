@@ -14,7 +14,7 @@ class TasksSettings(BaseModel):
 
     TASK_LEASE_SECONDS: float = Field(default=15.0, gt=0)
     TASK_LEASE_RENEW_SECONDS: float = Field(default=5.0, gt=0)
-    TASK_FINAL_WRITE_RETRY_SECONDS: float = Field(default=60.0, ge=0)
+    TASK_FINAL_WRITE_RETRY_SECONDS: float | None = Field(default=None, ge=0)
     TASK_STORE_THREADS: int = Field(default=4, ge=1, le=64)
     TASK_LOOP_CONNECTIONS: int = Field(default=4, ge=0, le=64)
     """PostgreSQL: how many connections of its own each event loop opens (as needed, per database alias)

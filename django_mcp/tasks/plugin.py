@@ -361,7 +361,12 @@ class McpTasks(ExtensionPlugin):
 
     async def _reap_if_orphaned(self, task: Task) -> Task:
         """Fail an active task whose lease lapsed (its process died) as soon as someone touches it."""
-        if task.status in ACTIVE and task_store.lease_lapsed(task) and not self.runner.running_here(str(task.id)):
+        if (
+            task.status in ACTIVE
+            and task_store.lease_lapsed(task)
+            and not self.runner.running_here(str(task.id))
+            and self.runner.may_reap()
+        ):
             reaped = await self.store.fail_if_owner_gone(task, OWNER_GONE)
             if reaped.status != task.status:
                 from .runner import publish

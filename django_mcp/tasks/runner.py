@@ -16,6 +16,7 @@ import contextvars
 import inspect
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -29,7 +30,7 @@ from ..protocol.jsonrpc import notification
 from ..server.context import McpRequest
 from ..server.lifecycle import shutting_down
 from ..server.mrtr import InputRequest
-from ..server.notify import abroadcast
+from ..server.notify import abroadcast, throttle
 from ..server.results import call_tool_result, exception_result
 from ..server.tools import Tool
 from .conf import get_tasks_settings
@@ -194,7 +195,12 @@ class RunningTask(TaskContext):
         self.gone = False  # the row is no longer active here (deleted, reaped elsewhere): nothing to record
 
     async def aupdate(self, status_message: str) -> None:
-        task = await self._runner.store.set_status_message(self.id, status_message)
+        try:
+            task = await self._runner.store.set_status_message(self.id, status_message)
+        except (OperationalError, InterfaceError) as exc:
+            # Progress is not the outcome: dropped (the next update carries the news), the task runs on.
+            throttle.log(logger, logging.WARNING, "task-progress", "A task's progress was dropped: %s", exc)
+            return
         if task is not None:
             await publish(task)
 
@@ -274,6 +280,9 @@ class TaskRunner:
         self._receiver: asyncio.Task[None] | None = None
         self._joined_at: float | None = None
         self._early: dict[str, set[str]] = {}  # control that came for a task between its commit and its start
+        # Since when this process reaches the database without a break (its maintenance said so): -inf
+        # until it first fails; None while it fails. See may_reap().
+        self._reachable_since: float | None = float("-inf")
 
     def running_here(self, task_id: str) -> bool:
         """Whether this runner runs the task."""
@@ -331,7 +340,8 @@ class TaskRunner:
             return None
         status, fields = ending
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + get_tasks_settings().TASK_FINAL_WRITE_RETRY_SECONDS
+        retry_for = get_tasks_settings().TASK_FINAL_WRITE_RETRY_SECONDS
+        deadline = loop.time() + retry_for if retry_for is not None else float("inf")
         delay = 0.1
         while True:
             try:
@@ -414,6 +424,19 @@ class TaskRunner:
         if self._maintenance is None or self._maintenance.done() or self._maintenance.get_loop() is not loop:
             self._maintenance = loop.create_task(self._maintain(), context=contextvars.Context())
 
+    def may_reap(self) -> bool:
+        """Whether this process may fail tasks whose lease lapsed: not until it has reached the database
+        for a whole lease since it last could not. When the database was down for both, a lapsed lease
+        says nothing of its owner, which renews it within a renew interval of the database's return."""
+        since = self._reachable_since
+        return since is not None and time.monotonic() - since >= get_tasks_settings().TASK_LEASE_SECONDS
+
+    def _database_reached(self, reached: bool) -> None:
+        if not reached:
+            self._reachable_since = None
+        elif self._reachable_since is None:
+            self._reachable_since = time.monotonic()
+
     async def _maintain(self) -> None:
         """Every renew interval: renew this runner's leases, pick up missed control, reap dead owners' tasks."""
         failures = 0
@@ -423,9 +446,12 @@ class TaskRunner:
             try:
                 await self.maintain_once(settings.TASK_LEASE_SECONDS)
                 failures = 0
+                self._database_reached(True)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if isinstance(exc, OperationalError | InterfaceError):
+                    self._database_reached(False)
                 failures += 1
                 if failures == 1 or failures % 60 == 0:  # a bounded number of lines during an outage
                     logger.warning("Task maintenance failed (%d in a row): %s", failures, exc)
@@ -446,8 +472,9 @@ class TaskRunner:
         await self.store.sweep_expired_batch()  # creation sweeps only at a cap: keep the table tidy here
         # Also this runner's own rows that it does not run: committed by a request that was cancelled
         # before it could start the task (their lease is never renewed).
-        for reaped in await self.store.reap_lapsed(list(self._running), OWNER_GONE):
-            await publish(reaped)
+        if self.may_reap():
+            for reaped in await self.store.reap_lapsed(list(self._running), OWNER_GONE):
+                await publish(reaped)
         queued_timeout = get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS
         if queued_timeout is not None:
             for stale in await self.store.fail_stale_queued(queued_timeout, NEVER_STARTED):
