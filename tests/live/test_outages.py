@@ -411,3 +411,66 @@ async def test_database_outage_answers_503_within_the_pool_timeout_and_recovers_
         "resumed_after_restart_s": round(resumed, 2),
     }
     assert resumed <= 6, resumed
+
+
+async def test_live_tasks_keep_their_outcome_through_an_outage_longer_than_the_lease(stack):
+    """Two workers, PostgreSQL stopped for 2.5 leases while tasks run and report progress on worker A.
+
+    Worker B served requests before (its maintenance ran and lost the database too) and is polled
+    after: a lapsed lease then says nothing of A, which renews first. Every task must end completed
+    with its body's result, none "Task owner stopped" (13 of 34 were, after a 40 s outage).
+    """
+    pg = stack["pg"]
+    lease = 2.0
+    tasks_settings = {
+        "LISTEN_LAYER_CHECK_SECONDS": CHECK,
+        "LISTEN_LAYER_TIMEOUT_SECONDS": TIMEOUT,
+        "TASK_LEASE_SECONDS": lease,
+        "TASK_LEASE_RENEW_SECONDS": 0.5,
+    }
+    env = {**stack["env"], "OUTAGE_DJANGO_MCP": json.dumps(tasks_settings)}
+    a, b = Daphne(env, quiet=True), Daphne(env, quiet=True)
+    try:
+        a.start()
+        b.start()
+        async with httpx.AsyncClient(timeout=120) as client:
+            created = [
+                (
+                    await rpc(client, a.url, "tools/call", {"name": "slow", "arguments": {"seconds": 6, "steps": 12}})
+                ).json()["result"]["taskId"]
+                for _ in range(8)
+            ]
+            for task_id in created:  # B serves too: its maintenance starts, and will see the outage
+                assert (await rpc(client, b.url, "tasks/get", {"taskId": task_id})).json()["result"]["status"] == (
+                    "working"
+                )
+            await asyncio.sleep(0.5)
+            pg.stop()
+            await asyncio.sleep(2.5 * lease)  # every lease lapses; the bodies' progress meets the outage
+            pg.start()
+            outcomes: dict[str, dict[str, Any]] = {}
+            deadline = time.monotonic() + 60
+            while len(outcomes) < len(created):
+                assert time.monotonic() < deadline, f"still running: {set(created) - set(outcomes)}"
+                for task_id in set(created) - set(outcomes):
+                    response = await rpc(client, b.url, "tasks/get", {"taskId": task_id})
+                    if response.status_code != 200:
+                        continue  # B's pool reconnecting
+                    task = response.json()["result"]
+                    if task["status"] not in ("working", "input_required"):
+                        outcomes[task_id] = task
+                await asyncio.sleep(0.2)
+    finally:
+        a.stop()
+        b.stop()
+        if pg.proc is None:
+            pg.start()
+    statuses = {task_id: task["status"] for task_id, task in outcomes.items()}
+    FIGURES["tasks_through_database_outage"] = {
+        "lease_s": lease,
+        "outage_s": 2.5 * lease,
+        "tasks": len(created),
+        "completed": sum(s == "completed" for s in statuses.values()),
+    }
+    assert set(statuses.values()) == {"completed"}, [t.get("error") for t in outcomes.values()]
+    assert {t["result"]["content"][0]["text"] for t in outcomes.values()} == {"slept"}
