@@ -394,3 +394,81 @@ async def test_the_final_write_retries_for_as_long_as_the_database_is_down_by_de
         task_id = (await create(async_client, "quick", {"text": "kept"}))["taskId"]
         done = await wait_for(async_client, task_id, "completed", timeout=15)
     assert done["result"]["content"][0]["text"] == "task:kept"
+
+
+# -- a known outage: answers at once ----------------------------------------------------------------------
+
+
+def driver_error(sqlstate: str | None, message: str = "connection refused") -> OperationalError:
+    """A Django OperationalError as Django's wrapper raises it, the driver's error as its cause."""
+
+    class DriverError(Exception):
+        pass
+
+    cause = DriverError(message)
+    cause.sqlstate = sqlstate  # type: ignore[attr-defined]
+    error = OperationalError(message)
+    error.__cause__ = cause
+    return error
+
+
+@pytest.mark.parametrize(
+    "error, lost",
+    [
+        (driver_error(None), True),  # refused, or the pool's timeout: psycopg gives no SQLSTATE
+        (driver_error("08006"), True),
+        (driver_error("57P01", "terminating connection due to administrator command"), True),
+        (driver_error("40001", "could not serialize access"), False),  # the query's own problem
+        (OperationalError("no cause: raised by code, not a driver"), False),
+    ],
+)
+def test_lost_connection_tells_an_outage_from_a_query_error(error, lost):
+    from django_mcp.tasks.store import lost_connection
+
+    assert lost_connection(error) is lost
+
+
+def test_a_sqlite_lock_is_no_outage():
+    import sqlite3
+
+    from django_mcp.tasks.store import lost_connection
+
+    error = OperationalError("database is locked")
+    error.__cause__ = sqlite3.OperationalError("database is locked")
+    assert not lost_connection(error)
+
+
+async def test_a_known_outage_fails_calls_at_once_and_probes_once_a_period():
+    from django_mcp.tasks.store import KnownOutage
+
+    outage = KnownOutage(probe_seconds=0.2)
+    outage.admit()  # nothing known: through
+    outage.failed(driver_error(None))
+    with pytest.raises(OperationalError, match="unreachable a moment ago"):
+        outage.admit()
+    await asyncio.sleep(0.25)
+    outage.admit()  # the probe goes through ...
+    with pytest.raises(OperationalError):
+        outage.admit()  # ... and the others meanwhile fail at once
+    outage.succeeded()
+    outage.admit()  # the database is back
+
+
+async def test_the_store_door_stops_calling_a_database_it_found_unreachable():
+    from django_mcp.tasks.store import TaskStore
+
+    store = TaskStore(2)
+    calls = {"n": 0}
+
+    def down() -> None:
+        calls["n"] += 1
+        raise driver_error(None)
+
+    door = store._door(down)
+    try:
+        for _ in range(5):
+            with pytest.raises(OperationalError):
+                await door()
+        assert calls["n"] == 1  # the rest failed without queueing for the database
+    finally:
+        store.close()

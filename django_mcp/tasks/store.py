@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +25,16 @@ from datetime import datetime, timedelta
 from functools import partial, wraps
 from typing import Any, ParamSpec, TypeVar
 
-from django.db import DatabaseError, IntegrityError, close_old_connections, connections, router, transaction
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connections,
+    router,
+    transaction,
+)
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Count, F, QuerySet
 from django.db.models.functions import Greatest
@@ -101,6 +112,47 @@ def tables_missing(exc: DatabaseError) -> McpJsonRpcError:
         "its operator must run `python manage.py migrate`",
         http_status=500,
     )
+
+
+# Connection failures, as PostgreSQL's SQLSTATE class 08 and its "shutting down / cannot connect now"
+# codes say; psycopg gives none (None) for a refused connection or its pool's timeout.
+_LOST_CONNECTION_SQLSTATES = ("08", "57P01", "57P02", "57P03")
+
+
+def lost_connection(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database cannot be reached (not a query's own error, not a SQLite lock)."""
+    cause = exc.__cause__  # the driver's own error, which Django's wrapper keeps
+    if not isinstance(exc, OperationalError | InterfaceError) or cause is None or isinstance(cause, sqlite3.Error):
+        return False
+    sqlstate = getattr(cause, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith(_LOST_CONNECTION_SQLSTATES)
+
+
+class KnownOutage:
+    """The database found unreachable: calls fail at once, and one a ``probe_seconds`` goes through to see.
+
+    Without it, every concurrent request queues for the pool's timeout in turn (16 took up to 20 s).
+    """
+
+    def __init__(self, probe_seconds: float = 1.0) -> None:
+        self.probe_seconds = probe_seconds
+        self._fail_until = 0.0  # monotonic; 0: not known to be down
+
+    def admit(self) -> None:
+        """Raise ``OperationalError`` at once while the outage is known; let the next probe through."""
+        if not self._fail_until:
+            return
+        now = time.monotonic()
+        if now < self._fail_until:
+            raise OperationalError("The database was unreachable a moment ago")
+        self._fail_until = now + self.probe_seconds  # this call is the probe: the others fail at once meanwhile
+
+    def failed(self, exc: BaseException) -> None:
+        if lost_connection(exc):
+            self._fail_until = time.monotonic() + self.probe_seconds
+
+    def succeeded(self) -> None:
+        self._fail_until = 0.0
 
 
 class TaskLimitReached(Exception):  # noqa: N818
@@ -693,6 +745,7 @@ class TaskStore:
 
     def __init__(self, threads: int) -> None:
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="django-mcp-store")
+        self.outage = KnownOutage()
         self.create = self._door(create)
         self._visible_in_pool = self._door(visible, writes=False)  # deletes a task it finds expired: rarely
         self.visible_many = self._door(visible_many, writes=False)
@@ -738,10 +791,17 @@ class TaskStore:
     def _door(self, fn: Callable[P, R], *, writes: bool = True) -> Callable[P, Coroutine[Any, Any, R]]:
         # Straight to the pool: these functions need no context variables and no thread-sensitive
         # routing, which sync_to_async would spend more on than a primary-key query costs.
-        guarded, executor = _guarded(fn, writes=writes), self._executor
+        guarded, executor, outage = _guarded(fn, writes=writes), self._executor, self.outage
 
         async def door(*args: P.args, **kwargs: P.kwargs) -> R:
-            return await asyncio.get_running_loop().run_in_executor(executor, partial(guarded, *args, **kwargs))
+            outage.admit()
+            try:
+                result = await asyncio.get_running_loop().run_in_executor(executor, partial(guarded, *args, **kwargs))
+            except (OperationalError, InterfaceError) as exc:
+                outage.failed(exc)
+                raise
+            outage.succeeded()
+            return result
 
         return door
 
