@@ -73,8 +73,9 @@ def test_database_error_text_never_reaches_the_model():
 async def test_a_lost_database_in_a_tasks_own_bookkeeping_fails_it_never_an_is_error(async_client):
     plugin = tasks_server.extension_plugins[0]
     try:
-        with mock.patch.object(plugin.store, "set_status_message", side_effect=OperationalError("server closed")):
-            task_id = (await create(async_client, "slow", {"seconds": 0.3, "steps": 1}))["taskId"]
+        # Parking for input is the task's own bookkeeping (a progress update is not: it is dropped).
+        with mock.patch.object(plugin.store, "park", side_effect=OperationalError("server closed")):
+            task_id = (await create(async_client, "declared", {"text": "t"}))["taskId"]
             done = await wait_for(async_client, task_id, "completed", "failed")
         assert done["status"] == "failed"
         assert done["error"] == {"code": -32603, "message": "Task failed: the database was unavailable"}
