@@ -37,7 +37,7 @@ from .protocol.ladder import Rejection
 from .server.context import McpRequest
 from .server.listen import CONTROL_TYPE, ListenStream
 from .server.mrtr import InputRequest
-from .server.notify import has_channel_layer, resource_group, throttle
+from .server.notify import has_channel_layer, resource_group, throttle, unavailable
 
 if TYPE_CHECKING:
     from .endpoint import McpServer
@@ -291,12 +291,8 @@ async def deliver_reply(session: sessions.McpSession, message: dict[str, Any]) -
         try:
             await layer.group_send(_reply_group(session), reply)
         except Exception as exc:  # a layer may fail in any way (Redis down)
-            throttle.log(logger, logging.WARNING, "layer-reply", "Could not pass a client's reply on: %r", exc)
-            raise McpJsonRpcError(
-                INTERNAL_ERROR,
-                "The reply could not be passed on (the channel layer is unavailable): send it again",
-                http_status=503,
-            ) from None
+            answer = "The reply could not be passed on (the channel layer is unavailable): send it again"
+            raise unavailable(logger, "layer-reply", "Channel layer (passing a reply on)", exc, answer) from None
 
 
 class ClientAsker:

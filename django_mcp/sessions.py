@@ -28,7 +28,7 @@ from django.core.cache import caches
 
 from .conf import get_settings
 from .protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params
-from .server.notify import throttle
+from .server.notify import throttle, unavailable
 
 _PREFIX = "django_mcp.session."
 _OF_PRINCIPAL = "django_mcp.sessions.of."  # the ids of the sessions one principal opened
@@ -69,12 +69,8 @@ async def _reach(operation: Awaitable[T]) -> T:
     try:
         result = await operation
     except Exception as exc:  # a cache backend may fail in any way (Redis down, a full disk …)
-        throttle.log(logger, logging.WARNING, "session-store", "Session store unavailable: %r", exc)
-        raise McpJsonRpcError(
-            INTERNAL_ERROR,
-            "Sessions are unavailable (the session store cannot be reached): try again shortly",
-            http_status=503,
-        ) from None
+        answer = "Sessions are unavailable (the session store cannot be reached): try again shortly"
+        raise unavailable(logger, "session-store", "Session store", exc, answer) from None
     if throttle.failing("session-store"):
         throttle.recovered(logger, "session-store", "Session store reachable again")
     return result

@@ -9,15 +9,12 @@ resolving to the server) sends a matching pair: the view must not trust it, and 
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
-from asgiref.testing import ApplicationCommunicator
 from django.core import checks
-from django.core.asgi import get_asgi_application
 from django.test import override_settings
 
-from tests.wire import asgi_scope, request_body
+from tests.wire import asgi_exchange, asgi_scope, request_body
 
 REBINDING = {"Origin": "http://evil.example:8000"}
 
@@ -25,17 +22,7 @@ REBINDING = {"Origin": "http://evil.example:8000"}
 async def _discover(headers, host="evil.example:8000"):
     """POST server/discover through the ASGI application with this Host header (the test client adds its own)."""
     body = request_body("server/discover")
-    scope = asgi_scope(body, headers, host)
-    communicator = ApplicationCommunicator(get_asgi_application(), scope)
-    await communicator.send_input({"type": "http.request", "body": json.dumps(body).encode()})
-    start = await communicator.receive_output(timeout=5)
-    content = b""
-    while True:
-        message = await communicator.receive_output(timeout=5)
-        content += message.get("body", b"")
-        if not message.get("more_body"):
-            break
-    return SimpleNamespace(status_code=start["status"], content=content)
+    return await asgi_exchange(asgi_scope(body, headers, host), json.dumps(body).encode())
 
 
 @override_settings(ALLOWED_HOSTS=["*"])

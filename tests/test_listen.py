@@ -11,7 +11,7 @@ from django.core.asgi import get_asgi_application
 from django_mcp import close_listen_streams, notify_resource_updated, registry
 from django_mcp.server.listen import open_listen_streams
 from tests.servers import content_prompts, content_tools
-from tests.wire import assert_wire, headers_for, post, request_body
+from tests.wire import asgi_scope, assert_wire, post, request_body
 
 SUB = "io.modelcontextprotocol/subscriptionId"
 
@@ -27,21 +27,7 @@ class Stream:
 
     @classmethod
     async def open(cls, body, path, headers=None, client=("127.0.0.1", 5000)):
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": b"",
-            "root_path": "",
-            "headers": [(b"host", b"testserver")]
-            + [(k.lower().encode(), v.encode()) for k, v in {**headers_for(body), **(headers or {})}.items()],
-            "client": client,
-            "server": ("testserver", 80),
-        }
+        scope = asgi_scope(body, headers, path=path, client=client)
         communicator = ApplicationCommunicator(get_asgi_application(), scope)
         await communicator.send_input({"type": "http.request", "body": json.dumps(body).encode()})
         start = await communicator.receive_output(timeout=2)

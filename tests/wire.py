@@ -140,21 +140,31 @@ def assert_wire(frame: dict[str, Any], definition: str, file: str = "core-2026-0
     assert not errors, f"{definition}: " + "; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5])
 
 
-def asgi_scope(body: dict[str, Any], headers: dict[str, str] | None = None, host: str = "testserver") -> dict[str, Any]:
-    """The ASGI ``http`` scope of a conforming POST to /mcp/ (for tests that drive the application directly)."""
+def asgi_scope(
+    body: dict[str, Any],
+    headers: dict[str, str] | None = None,
+    host: str = "testserver",
+    *,
+    path: str = "/mcp/",
+    client: tuple[str, int] = ("127.0.0.1", 5000),
+    modern: bool = True,
+) -> dict[str, Any]:
+    """The ASGI ``http`` scope of a POST of ``body`` (for tests that drive the application directly):
+    a 2026-07-28 client's headers for it unless ``modern`` is False (a handshake-era ``initialize``)."""
+    plain = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    sent = {**(headers_for(body) if modern else plain), **(headers or {})}
     return {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
         "method": "POST",
         "scheme": "http",
-        "path": "/mcp/",
-        "raw_path": b"/mcp/",
+        "path": path,
+        "raw_path": path.encode(),
         "query_string": b"",
         "root_path": "",
-        "headers": [(b"host", host.encode())]
-        + [(k.lower().encode(), v.encode()) for k, v in {**headers_for(body), **(headers or {})}.items()],
-        "client": ("127.0.0.1", 5000),
+        "headers": [(b"host", host.encode())] + [(k.lower().encode(), v.encode()) for k, v in sent.items()],
+        "client": client,
         "server": ("127.0.0.1", 80),
     }
 
@@ -175,33 +185,13 @@ class AsgiAnswer:
         return json.loads(self.content)
 
 
-async def post_from(
-    address: str, body: dict[str, Any], path: str, headers: dict[str, str] | None = None, *, modern: bool = True
-) -> AsgiAnswer:
-    """POST ``body`` through the ASGI application as a client at ``address`` (the scope's client:
-    ``REMOTE_ADDR``, which Django's test clients cannot set); with a 2026-07-28 client's headers for
-    ``body`` unless ``modern`` is False (a handshake-era ``initialize``)."""
+async def asgi_exchange(scope: dict[str, Any], body: bytes) -> AsgiAnswer:
+    """Send ``body`` through the ASGI application in ``scope``; the whole answer."""
     from asgiref.testing import ApplicationCommunicator
     from django.core.asgi import get_asgi_application
 
-    plain = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    hdrs = {**(headers_for(body) if modern else plain), **(headers or {})}
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"testserver")] + [(k.lower().encode(), v.encode()) for k, v in hdrs.items()],
-        "client": (address, 50000),
-        "server": ("testserver", 80),
-    }
     communicator = ApplicationCommunicator(get_asgi_application(), scope)
-    await communicator.send_input({"type": "http.request", "body": json.dumps(body).encode()})
+    await communicator.send_input({"type": "http.request", "body": body})
     start = await communicator.receive_output(timeout=5)
     content = b""
     while True:
@@ -211,3 +201,12 @@ async def post_from(
             break
     await communicator.wait(timeout=5)
     return AsgiAnswer(start["status"], {k.decode().lower(): v.decode() for k, v in start["headers"]}, content)
+
+
+async def post_from(
+    address: str, body: dict[str, Any], path: str, headers: dict[str, str] | None = None, *, modern: bool = True
+) -> AsgiAnswer:
+    """POST ``body`` as a client at ``address`` (the scope's client: ``REMOTE_ADDR``, which Django's
+    test clients cannot set)."""
+    scope = asgi_scope(body, headers, path=path, client=(address, 50000), modern=modern)
+    return await asgi_exchange(scope, json.dumps(body).encode())

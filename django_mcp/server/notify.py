@@ -23,6 +23,7 @@ from django.apps import apps
 from django.conf import settings
 
 from ..conf import get_settings
+from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import notification
 
 if TYPE_CHECKING:
@@ -99,6 +100,12 @@ class Throttle:
 
 throttle = Throttle()
 """The throttle of every repeated failure django_mcp logs about the channel layer."""
+
+
+def unavailable(log: logging.Logger, key: str, what: str, exc: BaseException, answer: str) -> McpJsonRpcError:
+    """The 503 a request gets when a service it needs (``what``) failed with ``exc``; logged once a minute."""
+    throttle.log(log, logging.WARNING, key, "%s unavailable: %r", what, exc)
+    return McpJsonRpcError(INTERNAL_ERROR, answer, http_status=503)
 
 
 class RepeatFilter(logging.Filter):
