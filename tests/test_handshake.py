@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -165,21 +166,29 @@ async def test_logging_set_level_and_validation(async_client):
     assert (status, body["error"]["code"]) == (200, -32602)  # in-band inside a session
 
 
-async def test_asking_the_client_with_a_real_request_and_a_posted_answer(async_client):
-    session, _ = await initialize(async_client)
-    task = asyncio.ensure_future(rpc(async_client, session, "tools/call", {"name": "greet_me"}))
-    # The server's elicitation request travels on the POST's SSE stream; answer it with a POST.
+@pytest.mark.parametrize("layer", ["up", "down"])
+async def test_asking_the_client_with_a_real_request_and_a_posted_answer(async_client, layer):
+    """With the channel layer down, asking still works within one process (the answer is found here)."""
+    from unittest import mock
+
+    from channels.layers import get_channel_layer
+
     from django_mcp.handshake import _pending
 
-    for _ in range(200):
-        if _pending:
-            break
-        await asyncio.sleep(0.01)
-    ((_, request_id),) = list(_pending)
-    answer = {"jsonrpc": "2.0", "id": request_id, "result": {"action": "accept", "content": {"name": "Ada"}}}
-    response = await post(async_client, answer, session=session)
-    assert response.status_code == 202
-    status, body = await task
+    session, _ = await initialize(async_client)
+    down = mock.patch.object(get_channel_layer(), "new_channel", side_effect=ConnectionError("redis went away"))
+    with down if layer == "down" else contextlib.nullcontext():
+        task = asyncio.ensure_future(rpc(async_client, session, "tools/call", {"name": "greet_me"}))
+        # The server's elicitation request travels on the POST's SSE stream; answer it with a POST.
+        for _ in range(200):
+            if _pending:
+                break
+            await asyncio.sleep(0.01)
+        ((_, request_id),) = list(_pending)
+        answer = {"jsonrpc": "2.0", "id": request_id, "result": {"action": "accept", "content": {"name": "Ada"}}}
+        response = await post(async_client, answer, session=session)
+        assert response.status_code == 202
+        status, body = await task
     assert body["result"]["content"] == [{"type": "text", "text": "Hello Ada"}]
 
 

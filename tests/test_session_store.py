@@ -98,32 +98,6 @@ async def test_a_reply_nobody_here_waits_for_answers_503_when_the_layer_is_down(
     assert "channel layer" in json.loads(response.content)["error"]["message"]
 
 
-async def test_asking_a_client_works_in_one_process_without_the_layer(async_client):
-    import asyncio
-    from unittest import mock
-
-    from channels.layers import get_channel_layer
-
-    from django_mcp.handshake import _pending
-
-    session, _ = await initialize(async_client)
-    with mock.patch.object(get_channel_layer(), "new_channel", side_effect=ConnectionError("redis went away")):
-        call = asyncio.ensure_future(rpc(async_client, session, "tools/call", {"name": "greet_me"}))
-        for _ in range(200):
-            if _pending:
-                break
-            await asyncio.sleep(0.01)
-        ((_, request_id),) = list(_pending)
-        answer = {"jsonrpc": "2.0", "id": request_id, "result": {"action": "accept", "content": {"name": "Ada"}}}
-        headers = {"Accept": HEADERS["Accept"], "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
-        posted = await async_client.post(
-            "/mcp/", data=json.dumps(answer), content_type="application/json", headers=headers
-        )
-        assert posted.status_code == 202
-        status, body = await call
-    assert body["result"]["content"] == [{"type": "text", "text": "Hello Ada"}]
-
-
 # -- bounded sessions ---------------------------------------------------------------------------------
 
 
