@@ -93,10 +93,11 @@ async def create(
     )
     _check_size(session)
     settings = get_settings()
-    if settings.SESSIONS_MAX is not None:
-        await _count_opening(settings.SESSIONS_MAX, settings.SESSION_TTL_SECONDS)
+    # The caller's own cap first: an opening it refuses must not count against everyone's.
     if settings.SESSIONS_PER_PRINCIPAL is not None:
         await _add_to_principal(limit_key or owner, session.id, settings.SESSIONS_PER_PRINCIPAL)
+    if settings.SESSIONS_MAX is not None:
+        await _count_opening(settings.SESSIONS_MAX, settings.SESSION_TTL_SECONDS)
     await save(session)
     return session
 

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import inspect
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from itertools import count
 from types import TracebackType
 from typing import Any
 
+from asgiref.testing import ApplicationCommunicator
+from django.core.asgi import get_asgi_application
 from django.test import AsyncClient
 
 from .protocol.handshake import HANDSHAKE_VERSIONS
@@ -220,15 +223,26 @@ class McpClient:
 
         async with mcp.alisten({"taskIds": [task_id]}) as messages:
             ack = await anext(messages)
+
+        Driven through the ASGI application as a server would, so that leaving the block disconnects:
+        the server ends the stream and frees its place (Django's test clients cannot disconnect).
         """
-        response = await self._post(self._body("subscriptions/listen", {"notifications": dict(notifications)}))
-        if not response.streaming:
-            await self._result(response)  # raises the error it answered
-            raise McpError({"message": "subscriptions/listen answered without a stream"}, response.status_code)
+        body = self._body("subscriptions/listen", {"notifications": dict(notifications)})
+        communicator = ApplicationCommunicator(get_asgi_application(), self._scope(await self._headers(body)))
+        await communicator.send_input({"type": "http.request", "body": json.dumps(body).encode()})
+        start = await communicator.receive_output(timeout=10)
+        chunks = self._chunks(communicator)
+        if start["status"] != 200:
+            content = b"".join([chunk async for chunk in chunks])
+            raise McpError(json.loads(content).get("error", {}), start["status"])
+        events = self._messages(chunks)
         try:
-            yield self._events(response)
+            yield events
         finally:
-            await response.streaming_content.aclose()
+            await events.aclose()
+            await communicator.send_input({"type": "http.disconnect"})
+            with contextlib.suppress(Exception):  # the application ends as it sees the disconnect
+                await communicator.wait(timeout=5)
 
     # -- the wire -----------------------------------------------------------------------------------------
 
@@ -243,6 +257,11 @@ class McpClient:
         return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
 
     async def _post(self, body: dict[str, Any]) -> Any:
+        headers = await self._headers(body)
+        return await self.client.post(self.path, json.dumps(body), content_type="application/json", headers=headers)
+
+    async def _headers(self, body: dict[str, Any]) -> dict[str, str]:
+        """The HTTP headers a conforming client sends with ``body``."""
         headers = {"Accept": "application/json, text/event-stream", **self._session_headers(), **self.headers}
         method = body.get("method")
         if self.modern and isinstance(method, str) and "id" in body:
@@ -254,7 +273,37 @@ class McpClient:
                 headers.update(await self._param_headers(body["params"]["name"], body["params"]["arguments"]))
         if self.modern and "MCP-Protocol-Version" not in headers:
             headers["MCP-Protocol-Version"] = self.protocol_version
-        return await self.client.post(self.path, json.dumps(body), content_type="application/json", headers=headers)
+        return headers
+
+    def _scope(self, headers: Mapping[str, str]) -> dict[str, Any]:
+        """The ASGI scope of a POST to the endpoint with ``headers``, and the client's cookies (its login)."""
+        sent = [(b"host", b"testserver"), (b"content-type", b"application/json")]
+        sent += [(name.lower().encode(), value.encode()) for name, value in headers.items()]
+        cookies = "; ".join(f"{morsel.key}={morsel.coded_value}" for morsel in self.client.cookies.values())
+        if cookies:
+            sent.append((b"cookie", cookies.encode()))
+        return {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": self.path,
+            "raw_path": self.path.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": sent,
+            "client": ("127.0.0.1", 0),
+            "server": ("testserver", 80),
+        }
+
+    @staticmethod
+    async def _chunks(communicator: ApplicationCommunicator) -> AsyncIterator[bytes]:
+        while True:
+            message = await communicator.receive_output(timeout=None)
+            yield message.get("body", b"")
+            if not message.get("more_body"):
+                return
 
     def _session_headers(self) -> dict[str, str]:
         if self.session_id is None:
@@ -279,7 +328,7 @@ class McpClient:
     async def _result(self, response: Any) -> dict[str, Any]:
         if response.streaming:
             message: dict[str, Any] = {}
-            async for message in self._events(response):
+            async for message in self._messages(response.streaming_content):
                 if "id" in message and ("result" in message or "error" in message):
                     break
         else:
@@ -289,10 +338,10 @@ class McpClient:
         result: dict[str, Any] = message["result"]
         return result
 
-    async def _events(self, response: Any) -> AsyncIterator[dict[str, Any]]:
-        """The JSON-RPC messages of an SSE response; notifications are also kept, questions answered."""
+    async def _messages(self, chunks: AsyncIterator[bytes]) -> AsyncGenerator[dict[str, Any], None]:
+        """The JSON-RPC messages of an SSE body; notifications are also kept, questions answered."""
         buffer = b""
-        async for chunk in response.streaming_content:
+        async for chunk in chunks:
             buffer += chunk
             while b"\n\n" in buffer:
                 event, buffer = buffer.split(b"\n\n", 1)

@@ -321,3 +321,24 @@ async def test_an_unavailable_cache_answers_503_and_runs_nothing(async_client, d
     refused = await round_trip(async_client, "delete_thing", {"name": "i"}, responses=SURE, state=state)
     assert refused["error"]["code"] == -32603 and "cache is unavailable" in refused["error"]["message"]
     assert deleted == []
+
+
+@pytest.fixture
+def database_session_cache(settings, transactional_db):
+    from django.core.management import call_command
+
+    settings.CACHES = {
+        **settings.CACHES,
+        "mcpdb": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "mcp_used_states"},
+    }
+    call_command("createcachetable", "mcp_used_states", verbosity=0)
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "SESSION_CACHE": "mcpdb"}
+
+
+async def test_single_use_works_with_a_database_cache(async_client, deleted, database_session_cache):
+    # The record of use is written with the cache's async API: a database cache refuses sync calls
+    # from the event loop (SynchronousOnlyOperation), which answered 503 "cache is unavailable".
+    state, first = await confirmed(async_client, "delete_thing", {"name": "db"})
+    assert first["result"]["content"] == [{"type": "text", "text": "deleted db"}]
+    replay = await round_trip(async_client, "delete_thing", {"name": "db"}, responses=SURE, state=state)
+    assert "already used" in replay["error"]["message"] and deleted == ["db"]

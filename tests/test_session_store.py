@@ -162,6 +162,13 @@ async def test_a_flood_is_refused_and_evicts_no_live_session(async_client, bound
     assert (status, body["result"]) == (200, {})  # the first session is still there
 
 
+async def test_openings_one_caller_is_refused_do_not_count_against_the_server(async_client, bounds):
+    bounds(SESSIONS_MAX=5, SESSIONS_PER_PRINCIPAL=1)
+    mine = [(await open_session(async_client, client_addr="10.9.9.9")).status_code for _ in range(6)]
+    assert mine == [200, 429, 429, 429, 429, 429]
+    assert (await open_session(async_client, client_addr="10.1.1.1")).status_code == 200  # not 503
+
+
 async def test_sessions_max_bounds_what_the_server_opens(async_client, bounds):
     bounds(SESSIONS_MAX=4, SESSIONS_PER_PRINCIPAL=None)
     statuses = [(await open_session(async_client, client_addr=f"10.0.1.{n}")).status_code for n in range(6)]

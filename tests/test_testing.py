@@ -123,3 +123,27 @@ async def test_a_handshake_session_refuses_tasks_methods():
 def test_an_unknown_revision_is_refused_at_once():
     with pytest.raises(ValueError, match="protocol_version must be"):
         McpClient(protocol_version="2099-01-01")
+
+
+async def test_leaving_alisten_ends_the_servers_stream(settings):
+    """Three listens one after another, two allowed at once: each exit must free its place."""
+    from django_mcp.server.listen import open_listen_streams
+
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_MAX_STREAMS_PER_PRINCIPAL": 2}
+    async with McpClient("/mcp-tasks") as mcp:
+        handle = await mcp.astart_task("slow", {"seconds": 30})
+        for _ in range(3):
+            async with mcp.alisten({"taskIds": [handle["taskId"]]}) as messages:
+                assert (await anext(messages))["method"] == "notifications/subscriptions/acknowledged"
+        assert open_listen_streams() == 0
+        await mcp.acancel_task(handle["taskId"])
+
+
+async def test_a_refused_listen_raises_mcp_error(settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_MAX_STREAMS_PER_PRINCIPAL": 1}
+    async with McpClient("/mcp-tasks") as mcp:
+        async with mcp.alisten({"toolsListChanged": True}):
+            with pytest.raises(McpError) as refused:
+                async with mcp.alisten({"toolsListChanged": True}):
+                    pass
+    assert (refused.value.http_status, refused.value.code) == (429, -32603)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,8 +24,11 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..conf import get_settings
-from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params, missing_capability
+from ..protocol.errors import invalid_params, missing_capability
 from ..protocol.jsonrpc import describe_validation_error
+from .notify import unavailable
+
+logger = logging.getLogger("django_mcp")
 
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _SALT = "django_mcp.mrtr.request-state"
@@ -204,7 +208,7 @@ def read_state(token: Any, bound_to: str, max_age: int) -> dict[str, Any]:
     return payload
 
 
-def consume_state(state_id: str, max_age: int) -> None:
+async def aconsume_state(state_id: str, max_age: int) -> None:
     """Record that the ``requestState`` ``state_id`` was used, in the shared cache; -32602 if it was before.
 
     Kept as long as the state could be presented (its maximum age), so a replay is refused on every
@@ -212,11 +216,10 @@ def consume_state(state_id: str, max_age: int) -> None:
     """
     cache = caches[get_settings().SESSION_CACHE]
     try:
-        first = cache.add(f"django_mcp.mrtr.used.{state_id}", 1, timeout=max_age + 1)
-    except Exception as exc:  # a cache backend may fail in any way: without the record, refuse
-        raise McpJsonRpcError(
-            INTERNAL_ERROR, "Cannot check this requestState (the cache is unavailable): try again", http_status=503
-        ) from exc
+        first = await cache.aadd(f"django_mcp.mrtr.used.{state_id}", 1, timeout=max_age + 1)
+    except Exception as exc:  # a cache backend may fail in any way: without the record, refuse (and say why)
+        answer = "Cannot check this requestState (the cache is unavailable): try again"
+        raise unavailable(logger, "mrtr-cache", "The cache of used requestStates", exc, answer) from None
     if not first:
         raise invalid_params("requestState was already used: this action runs once per confirmation; start it again")
 
@@ -237,12 +240,12 @@ class InputRounds:
         self._responses: dict[str, Any] = responses
         self._asked: dict[str, Any] = {}
 
-    def consume(self) -> None:
+    async def aconsume(self) -> None:
         """Make the presented ``requestState`` single-use (-32602 if it was used before); none: nothing to do."""
         if "requestState" in self._presented:
             if self._state_id is None:  # issued before states had ids: it cannot be told apart, so refuse it
                 raise invalid_params("requestState is from an older server version: start the request again")
-            consume_state(self._state_id, self._max_age)
+            await aconsume_state(self._state_id, self._max_age)
 
     def ask(self, requests: Mapping[str, InputRequest[Any]], capabilities: Mapping[str, Any]) -> dict[str, Any]:
         answers: dict[str, Any] = {}

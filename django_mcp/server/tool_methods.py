@@ -42,7 +42,7 @@ async def call_tool(context: ServerContext, request: McpRequest, params: CallToo
         check_param_headers(tool.param_headers, arguments, request.headers)
     kwargs = tool.validate_arguments(params.arguments)
     if tool.single_use_state:
-        request.input_rounds.consume()  # a replayed confirmation never reaches the handler
+        await request.input_rounds.aconsume()  # a replayed confirmation never reaches the handler
 
     def invoke(req: McpRequest) -> Awaitable[Any]:
         return call_handler(tool.handler, req, **kwargs)
