@@ -241,6 +241,8 @@ def check_endpoint_paths(
             path = reverse(f"{server.urls_namespace}:mcp_post")
         except NoReverseMatch:  # not mounted (or under a route with parameters)
             continue
+        if path == "/":
+            continue  # at the site's root: there is no other form
         other = path[:-1] if path.endswith("/") else f"{path}/"
         try:
             served = resolve(other).namespace == server.urls_namespace

@@ -363,7 +363,8 @@ class ClientAsker:
                 continue
             waiting = _pending.get((self.session.id, str(message.get("id"))))
             if waiting is not None and not waiting.done():
-                waiting.set_result(json.loads(message["message"]))
+                reply = message["message"]  # JSON text; a dict from a process of an older version
+                waiting.set_result(json.loads(reply) if isinstance(reply, str) else reply)
 
 
 # -- GET and DELETE -----------------------------------------------------------------------------------

@@ -130,16 +130,16 @@ _RESPONSE_ENCODER = _JsonEncoder()
 
 
 def _json(payload: dict[str, Any], status: int = 200) -> HttpResponse:
-    return HttpResponse(_RESPONSE_ENCODER.encode(payload).encode(), status=status, content_type="application/json")
-
-
-def _error(exc: McpJsonRpcError, request_id: str | int | None) -> HttpResponse:
-    response = _json(error_response(request_id, exc), exc.http_status)
-    if exc.http_status == 503:
+    response = HttpResponse(_RESPONSE_ENCODER.encode(payload).encode(), status=status, content_type="application/json")
+    if status == 503:
         # An outage's answer: what failed is logged once a minute (throttled) where it failed, so Django's
         # request logger must not add a line per request (the flag its log_response() sets and reads).
         response._has_been_logged = True  # type: ignore[attr-defined]
     return response
+
+
+def _error(exc: McpJsonRpcError, request_id: str | int | None) -> HttpResponse:
+    return _json(error_response(request_id, exc), exc.http_status)
 
 
 def _database_unavailable(exc: Exception, method: str | None = None) -> McpJsonRpcError:

@@ -318,6 +318,13 @@ def test_w013_is_silent_for_every_form_that_serves_both():
     assert [m for m in check_endpoint_paths() if m.id == "django_mcp.W013"] == []
 
 
+@pytest.mark.urls("tests.urls_root")
+async def test_the_sites_root_is_served_and_w013_is_silent(async_client):
+    assert check_endpoint_paths() == []
+    response = await post(async_client, request_body("tools/list"), path="/")
+    assert response.status_code == 200
+
+
 @pytest.mark.urls("tests.urls_slashed")
 def test_w013_a_route_with_a_trailing_slash():
     [warning] = check_endpoint_paths()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 from datetime import timedelta
 from io import StringIO
@@ -31,8 +32,11 @@ async def _stop_tasks():
     await stop_all_tasks()
 
 
-async def test_database_loss_answers_503_not_a_traceback(async_client):
-    with mock.patch.object(PLUGIN.store, "visible", side_effect=OperationalError("connection refused")):
+async def test_database_loss_answers_503_not_a_traceback(async_client, caplog):
+    with (
+        mock.patch.object(PLUGIN.store, "visible", side_effect=OperationalError("connection refused")),
+        caplog.at_level(logging.WARNING, logger="django.request"),
+    ):
         response = await post(
             async_client,
             request_body(
@@ -43,6 +47,8 @@ async def test_database_loss_answers_503_not_a_traceback(async_client):
     assert response.status_code == 503
     error = json.loads(response.content)["error"]
     assert error["code"] == -32603 and "Database unavailable" in error["message"]
+    # Logged once a minute where it failed; Django's request logger adds no line per request.
+    assert not [r for r in caplog.records if r.name == "django.request"]
 
 
 async def test_database_loss_during_task_creation_is_503_not_a_tool_error(async_client):
@@ -405,6 +411,8 @@ def driver_error(sqlstate: str | None, message: str = "connection refused") -> O
     class DriverError(Exception):
         pass
 
+    DriverError.__module__ = "psycopg"  # as psycopg's own errors are
+
     cause = DriverError(message)
     cause.sqlstate = sqlstate  # type: ignore[attr-defined]
     error = OperationalError(message)
@@ -426,6 +434,26 @@ def test_lost_connection_tells_an_outage_from_a_query_error(error, lost):
     from django_mcp.tasks.store import lost_connection
 
     assert lost_connection(error) is lost
+
+
+def test_psycopg2s_pgcode_is_read_and_other_drivers_trip_nothing():
+    from django_mcp.tasks.store import lost_connection
+
+    class Psycopg2Error(Exception):
+        pgcode = "40P01"  # a deadlock: the query's problem
+
+    Psycopg2Error.__module__ = "psycopg2.errors"
+    deadlock = OperationalError("deadlock detected")
+    deadlock.__cause__ = Psycopg2Error("deadlock detected")
+    assert not lost_connection(deadlock)
+
+    class MySQLError(Exception):
+        pass
+
+    MySQLError.__module__ = "MySQLdb"
+    other = OperationalError("Lock wait timeout exceeded")
+    other.__cause__ = MySQLError("Lock wait timeout exceeded")
+    assert not lost_connection(other)
 
 
 def test_a_sqlite_lock_is_no_outage():
@@ -472,3 +500,20 @@ async def test_the_store_door_stops_calling_a_database_it_found_unreachable():
         assert calls["n"] == 1  # the rest failed without queueing for the database
     finally:
         store.close()
+
+
+async def test_a_lost_connection_seen_by_a_request_holds_off_reaping_too(async_client, settings):
+    """Under WSGI no maintenance runs: what the store's door finds is the process's knowledge of an outage."""
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LEASE_SECONDS": 0.6}
+    runner, outage = PLUGIN.runner, PLUGIN.store.outage
+    saved = (runner._reachable_since, outage.last_lost)
+    try:
+        runner._reachable_since = float("-inf")  # maintenance never said anything
+        outage.failed(driver_error(None))
+        outage.succeeded()
+        task = await lapsed_task_of_another_process()
+        assert (await get(async_client, str(task.pk)))["result"]["status"] == "working"
+        await asyncio.sleep(0.7)
+        assert (await get(async_client, str(task.pk)))["result"]["status"] == "failed"
+    finally:
+        runner._reachable_since, outage.last_lost = saved

@@ -21,6 +21,7 @@ class Migration(migrations.Migration):
             name="counted_as",
             field=models.CharField(
                 blank=True,
+                db_default="",
                 default="",
                 help_text="Whom the per-caller cap counts the task against: the owner digest, or for an anonymous "
                 "caller a digest of its client address (for the cap only: anonymous callers still share their tasks).",

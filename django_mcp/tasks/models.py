@@ -93,6 +93,7 @@ class Task(models.Model):
         max_length=255,
         blank=True,
         default="",
+        db_default="",  # processes of an older version, during a rolling deploy, insert without it
         help_text="Whom the per-caller cap counts the task against: the owner digest, or for an anonymous "
         "caller a digest of its client address (for the cap only: anonymous callers still share their tasks).",
     )

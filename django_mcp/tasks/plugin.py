@@ -269,10 +269,8 @@ class McpTasks(ExtensionPlugin):
         # A body run in this process outlives the response: not under WSGI. The fleet's workers run theirs.
         creates = declared and bool(backend or request.served_by_asgi)
         if declared and not creates and support == "required":
-            raise needs_asgi(
-                f"Tool {tool.name!r} runs only as a task, in the web process: that (or its task_backend, to run "
-                "it on the worker fleet)"
-            )
+            fleet = " (or its task_backend, to run it on the worker fleet)" if as_body else ""
+            raise needs_asgi(f"Tool {tool.name!r} runs only as a task, in the web process: that{fleet}")
         if creates and as_body:
 
             async def body(task: TaskContext) -> Any:

@@ -35,7 +35,7 @@ from ..server.results import call_tool_result, exception_result
 from ..server.tools import Tool
 from .conf import get_tasks_settings
 from .models import TERMINAL, Task, TaskStatus
-from .store import TaskStore
+from .store import TaskStore, lost_connection
 from .wire import detailed_task
 
 logger = logging.getLogger("django_mcp.tasks")
@@ -341,13 +341,16 @@ class TaskRunner:
         status, fields = ending
         loop = asyncio.get_running_loop()
         retry_for = get_tasks_settings().TASK_FINAL_WRITE_RETRY_SECONDS
-        deadline = loop.time() + retry_for if retry_for is not None else float("inf")
+        started = loop.time()
         delay = 0.1
         while True:
             try:
                 return await self.store.finish(context.id, status, **fields)
-            except (OperationalError, InterfaceError):
-                if loop.time() + delay > deadline:
+            except (OperationalError, InterfaceError) as exc:
+                # A lost connection is retried until the database is back (or TASK_FINAL_WRITE_RETRY_SECONDS);
+                # another error of the database (a statement timeout, a full disk) for a minute at most.
+                limit = retry_for if lost_connection(exc) else min(retry_for or 60.0, 60.0)
+                if limit is not None and loop.time() + delay > started + limit:
                     logger.error(
                         "Task %s ended %s but the database stayed unavailable; its lease will lapse", context.id, status
                     )
@@ -429,7 +432,11 @@ class TaskRunner:
         for a whole lease since it last could not. When the database was down for both, a lapsed lease
         says nothing of its owner, which renews it within a renew interval of the database's return."""
         since = self._reachable_since
-        return since is not None and time.monotonic() - since >= get_tasks_settings().TASK_LEASE_SECONDS
+        if since is None:
+            return False
+        # The store's door also finds outages, in processes whose maintenance does not run (WSGI).
+        since = max(since, self.store.outage.last_lost)
+        return time.monotonic() - since >= get_tasks_settings().TASK_LEASE_SECONDS
 
     def _database_reached(self, reached: bool) -> None:
         if not reached:

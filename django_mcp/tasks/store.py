@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import threading
 import time
 import uuid
@@ -98,7 +97,7 @@ _SQLITE_UNDEFINED = ("no such table: django_mcp_", "no such column: ", "table dj
 
 def unmigrated(exc: DatabaseError) -> bool:
     """Whether ``exc`` says a table or column of the tasks is missing: migrations not applied."""
-    if getattr(exc.__cause__, "sqlstate", None) in _UNDEFINED_SQLSTATES:
+    if _sqlstate(exc.__cause__) in _UNDEFINED_SQLSTATES:
         return True
     return str(exc).startswith(_SQLITE_UNDEFINED)
 
@@ -122,10 +121,18 @@ _LOST_CONNECTION_SQLSTATES = ("08", "57P01", "57P02", "57P03")
 def lost_connection(exc: BaseException) -> bool:
     """Whether ``exc`` says the database cannot be reached (not a query's own error, not a SQLite lock)."""
     cause = exc.__cause__  # the driver's own error, which Django's wrapper keeps
-    if not isinstance(exc, OperationalError | InterfaceError) or cause is None or isinstance(cause, sqlite3.Error):
+    if not isinstance(exc, OperationalError | InterfaceError) or cause is None:
         return False
-    sqlstate = getattr(cause, "sqlstate", None)
+    if not type(cause).__module__.startswith("psycopg"):
+        return False  # SQLite (a lock is no outage), or a driver whose codes are not read here
+    sqlstate = _sqlstate(cause)
     return sqlstate is None or sqlstate.startswith(_LOST_CONNECTION_SQLSTATES)
+
+
+def _sqlstate(cause: BaseException | None) -> str | None:
+    """A PostgreSQL driver error's SQLSTATE: psycopg's ``sqlstate``, psycopg2's ``pgcode``."""
+    code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    return code if isinstance(code, str) else None
 
 
 class KnownOutage:
@@ -137,6 +144,8 @@ class KnownOutage:
     def __init__(self, probe_seconds: float = 1.0) -> None:
         self.probe_seconds = probe_seconds
         self._fail_until = 0.0  # monotonic; 0: not known to be down
+        self.last_lost = float("-inf")
+        """When a call last found the database unreachable (monotonic)."""
 
     def admit(self) -> None:
         """Raise ``OperationalError`` at once while the outage is known; let the next probe through."""
@@ -149,7 +158,8 @@ class KnownOutage:
 
     def failed(self, exc: BaseException) -> None:
         if lost_connection(exc):
-            self._fail_until = time.monotonic() + self.probe_seconds
+            self.last_lost = time.monotonic()
+            self._fail_until = self.last_lost + self.probe_seconds
 
     def succeeded(self) -> None:
         self._fail_until = 0.0
