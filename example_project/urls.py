@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from django_mcp import McpServer, mcp_path
 from django_mcp.tasks import McpTasks
@@ -9,5 +9,6 @@ mcp_server = McpServer(extension_plugins=[McpTasks(max_tasks=1000, ttl_seconds=6
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("health/", include("django_mcp.health")),  # /health/live and /health/ready for a load balancer
     mcp_path("mcp", mcp_server),  # serves /mcp and /mcp/
 ]

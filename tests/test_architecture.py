@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "django_mcp"
-GLUE_NAMING_TASKS = {"apps.py", "models.py", "admin.py", "management/commands/mcp_clear_tasks.py"}
+GLUE_NAMING_TASKS = {
+    "apps.py",
+    "models.py",
+    "admin.py",
+    "health.py",  # readiness: the tasks' database and the worker fleet
+    "management/commands/mcp_clear_tasks.py",
+}
 
 
 def imported_modules(path: Path) -> set[str]:

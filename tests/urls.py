@@ -8,6 +8,7 @@ from . import servers, task_servers
 # Each form of mounting an endpoint, each serving its route with and without the trailing slash.
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("health/", include("django_mcp.health")),
     mcp_path("mcp"),
     path("mcp-bearer", servers.bearer_server.urls),
     path("mcp-ext", servers.extension_server.urls),
