@@ -37,6 +37,7 @@ from .server.prompts import Prompt, PromptArgument, PromptRegistry, prompt, prom
 from .server.registry import ToolRegistry, registry, tool
 from .server.resources import Resource, ResourceRegistry, ResourceTemplate, resource, resources
 from .server.results import ToolError
+from .server.signals import tool_called
 from .server.tools import Tool
 from .urls import mcp_path
 
@@ -80,4 +81,5 @@ __all__ = [
     "resources",
     "sample",
     "tool",
+    "tool_called",
 ]

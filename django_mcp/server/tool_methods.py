@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,8 @@ from .handlers import call_handler
 from .mrtr import InputRequired
 from .params import CallToolParams, ListParams
 from .results import call_tool_result, exception_result
+from .signals import tool_called
+from .tools import Tool
 
 if TYPE_CHECKING:
     from .dispatch import ServerContext
@@ -37,6 +41,25 @@ async def call_tool(context: ServerContext, request: McpRequest, params: CallToo
     tool = context.tools.get(params.name)
     if tool is None:
         raise invalid_params(f"Unknown tool: {params.name}", {"tool": params.name})
+    if not tool_called.receivers:
+        return await _call(tool, context, request, params)
+    started, outcome = time.monotonic(), "refused"
+    try:
+        result = await _call(tool, context, request, params)
+        outcome = "task" if result.get("resultType") == "task" else "error" if result.get("isError") else "result"
+        return result
+    except InputRequired:
+        outcome = "input_required"
+        raise
+    except asyncio.CancelledError:
+        outcome = "cancelled"  # the client went away
+        raise
+    finally:
+        duration = time.monotonic() - started
+        await tool_called.asend(sender=Tool, request=request, tool=tool.name, outcome=outcome, duration=duration)
+
+
+async def _call(tool: Tool, context: ServerContext, request: McpRequest, params: CallToolParams) -> dict[str, Any]:
     if tool.param_headers:
         arguments = params.arguments if isinstance(params.arguments, dict) else {}
         check_param_headers(tool.param_headers, arguments, request.headers)

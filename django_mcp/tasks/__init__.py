@@ -28,6 +28,7 @@ from .plugin import (
     start_task,
 )
 from .runner import TaskContext
+from .signals import task_changed, task_created, task_finished
 from .wire import EXTENSION_ID
 
 __all__ = [
@@ -41,4 +42,7 @@ __all__ = [
     "cancel_task",
     "current_task",
     "start_task",
+    "task_changed",
+    "task_created",
+    "task_finished",
 ]

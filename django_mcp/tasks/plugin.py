@@ -37,6 +37,7 @@ from .runner import (
     send_control,
     task_group,
 )
+from .signals import task_created
 from .store import TaskStore
 from .wire import DETAILED_FIELDS, EXTENSION_ID, create_task_result, detailed_task
 
@@ -487,10 +488,17 @@ class McpTasks(ExtensionPlugin):
                     http_status=503,
                 ) from None
             request.finish()
+            await _created(task, request)
             return ExtensionResult(create_task_result(task))
         request.finish()  # progress and log of this request never go out once it is a task
         self.runner.start(task, tool, run, request.client_capabilities)
+        await _created(task, request)
         return ExtensionResult(create_task_result(task))
+
+
+async def _created(task: Task, request: McpRequest) -> None:
+    if task_created.receivers:
+        await task_created.asend(sender=Task, task=task, request=request)
 
 
 def can_create_task(request: McpRequest) -> bool:

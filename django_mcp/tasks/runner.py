@@ -35,6 +35,7 @@ from ..server.results import call_tool_result, exception_result
 from ..server.tools import Tool
 from .conf import get_tasks_settings
 from .models import TERMINAL, Task, TaskStatus
+from .signals import task_changed, task_finished
 from .store import TaskStore, lost_connection
 from .wire import detailed_task
 
@@ -66,14 +67,20 @@ CONTROL_REJOIN_SECONDS = 3600.0
 
 
 async def publish(task: Task) -> None:
-    """Push the task's current state to every listen stream watching it, in every process.
+    """Tell of a change of the task: the project's receivers (signals), and every listen stream watching
+    it, in every process.
 
-    ``task`` is the row as the change left it (read in or after the statement making the change): a
-    task no listen stream ever subscribed to (not ``watched``) has nobody to tell, and is skipped.
+    ``task`` is the row as the change left it (read in or after the statement making the change), and
+    this is called once per change, by the process that made it: a task no listen stream ever
+    subscribed to (not ``watched``) has no stream to tell.
     """
+    final = task.status in TERMINAL  # a task's last state: its own worker's streams have it at once
+    if task_changed.receivers:
+        await task_changed.asend(sender=Task, task=task)
+    if final and task_finished.receivers:
+        await task_finished.asend(sender=Task, task=task)
     if "watched" not in task.get_deferred_fields() and not task.watched:
         return
-    final = task.status in TERMINAL  # a task's last state: its own worker's streams have it at once
     await abroadcast(task_group(str(task.id)), notification("notifications/tasks", detailed_task(task)), final=final)
 
 
