@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
-from django.db import DatabaseError, connections, router
+from django.db import connections, router
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 from django.utils import timezone
 
 from .server.notify import has_channel_layer
 
+T = TypeVar("T")
 CHECK_TIMEOUT_SECONDS = 2.0
 """How long one check may take before it counts as failed (a load balancer's probe must not hang)."""
 
@@ -54,21 +56,30 @@ async def _timed(name: str, check: Any) -> Check:
     return Check(name, detail is None, (time.monotonic() - started) * 1000, detail or "")
 
 
+def _in_worker_thread(query: Callable[[], T]) -> Callable[[], T]:
+    """``query`` for a thread of asgiref's pool: the thread's connection is closed after it (a pooled one
+    goes back to its pool), as Django does at the end of a request."""
+
+    def run() -> T:
+        from .tasks.models import Task
+
+        try:
+            return query()
+        finally:
+            connections[router.db_for_write(Task)].close()
+
+    return run
+
+
 def _ping_database() -> None:
     from .tasks.models import Task
 
-    alias = router.db_for_write(Task)
-    connection = connections[alias]
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-    except DatabaseError:
-        connection.close()
-        raise
+    with connections[router.db_for_write(Task)].cursor() as cursor:
+        cursor.execute("SELECT 1")
 
 
 async def _database() -> str | None:
-    await sync_to_async(_ping_database, thread_sensitive=False)()
+    await sync_to_async(_in_worker_thread(_ping_database), thread_sensitive=False)()
     return None
 
 
@@ -99,7 +110,7 @@ async def _fleet() -> str | None:
     """Whether fleet workers claim work: no task waits unclaimed past ``TASK_QUEUED_TIMEOUT_SECONDS``."""
     from .tasks.conf import get_tasks_settings
 
-    waited = await sync_to_async(_oldest_queued_seconds, thread_sensitive=False)()
+    waited = await sync_to_async(_in_worker_thread(_oldest_queued_seconds), thread_sensitive=False)()
     limit = get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS or timedelta(minutes=10).total_seconds()
     if waited is not None and waited > limit:
         return f"a task has waited {waited:.0f} s for a worker"

@@ -230,7 +230,11 @@ tasks_server = McpServer(
     tools=task_tools,
     extension_plugins=[
         McpTasks(
-            ttl_seconds=60, poll_interval_seconds=0.25, bind=tenant, enabled=lambda r: r.headers.get("x-tasks") != "off"
+            ttl_seconds=60,
+            poll_interval_seconds=0.25,
+            bind=tenant,
+            enabled=lambda r: r.headers.get("x-tasks") != "off",
+            max_tasks_per_owner=None,  # bursts of one tenant (the live tests); the default cap: /mcp-fair/
         )
     ],
     urls_namespace="mcp_tasks",
@@ -246,8 +250,13 @@ owner_cap_server = McpServer(
     urls_namespace="mcp_owner_cap",
 )
 principal_server = McpServer(tools=task_tools, extension_plugins=[McpTasks()], auth=TokenAuth(), urls_namespace="mcp_p")
-cap_server = McpServer(
-    tools=task_tools, extension_plugins=[McpTasks(max_tasks=25, ttl_seconds=120)], urls_namespace="mcp_cap"
+cap_server = McpServer(  # the server's own cap, raced by many workers' callers: no per-caller cap
+    tools=task_tools,
+    extension_plugins=[McpTasks(max_tasks=25, max_tasks_per_owner=None, ttl_seconds=120)],
+    urls_namespace="mcp_cap",
+)
+fair_server = McpServer(  # the default per-caller cap: a tenth of max_tasks, at least 10
+    tools=task_tools, extension_plugins=[McpTasks(max_tasks=25, ttl_seconds=120)], urls_namespace="mcp_fair"
 )
 
 

@@ -609,22 +609,22 @@ def test_the_per_caller_cap_is_on_by_default(max_tasks, per_owner):
 
 
 async def test_anonymous_callers_are_capped_per_address_and_still_share_their_tasks(async_client):
-    """/mcp-cap/: max_tasks=25, so 10 per caller; anonymous callers counted by client address."""
+    """/mcp-fair/: max_tasks=25, so 10 per caller; anonymous callers counted by client address."""
     body = request_body("tools/call", {"name": "slow", "arguments": {}}, capabilities=CLIENT)
-    made = [(await post_from("10.1.0.1", body, "/mcp-cap/")).json()["result"] for _ in range(10)]
+    made = [(await post_from("10.1.0.1", body, "/mcp-fair/")).json()["result"] for _ in range(10)]
     assert {m["resultType"] for m in made} == {"task"}
-    refused = (await post_from("10.1.0.1", body, "/mcp-cap/")).json()
+    refused = (await post_from("10.1.0.1", body, "/mcp-fair/")).json()
     assert error_of(refused)["data"] == {"maxTasksPerOwner": 10}
-    other = (await post_from("10.1.0.2", body, "/mcp-cap/")).json()["result"]
+    other = (await post_from("10.1.0.2", body, "/mcp-fair/")).json()["result"]
     assert other["resultType"] == "task"  # another anonymous client is not locked out
     # For the cap only: every anonymous caller still reads the same tasks.
     seen = (
         await post_from(
-            "10.1.0.2", request_body("tasks/get", {"taskId": made[0]["taskId"]}, capabilities=CLIENT), "/mcp-cap/"
+            "10.1.0.2", request_body("tasks/get", {"taskId": made[0]["taskId"]}, capabilities=CLIENT), "/mcp-fair/"
         )
     ).json()
     assert seen["result"]["taskId"] == made[0]["taskId"]
-    rows = {row async for row in Task.objects.filter(scope="mcp_cap").values_list("owner", "counted_as").distinct()}
+    rows = {row async for row in Task.objects.filter(scope="mcp_fair").values_list("owner", "counted_as").distinct()}
     owners, counted = {o for o, _ in rows}, {c for _, c in rows}
     assert len(owners) == 1 and len(counted) == 2
 

@@ -18,6 +18,7 @@ urlpatterns = [
     path("mcp-small", task_servers.small_server.urls),
     path("mcp-principal", task_servers.principal_server.urls),
     path("mcp-cap", task_servers.cap_server.urls),
+    path("mcp-fair", task_servers.fair_server.urls),
     path("mcp-owner-cap", task_servers.owner_cap_server.urls),
     path("mcp-fleet", include("tests.fleetapp.urls")),
 ]
