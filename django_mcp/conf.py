@@ -54,7 +54,7 @@ class McpSettings(BaseModel):
     SESSION_CACHE: str = Field(default="default", min_length=1)
     SESSION_TTL_SECONDS: int = Field(default=3600, gt=0)
     SESSION_MAX_BYTES: int = Field(default=64 * 1024, ge=1024)
-    SESSIONS_PER_PRINCIPAL: int | None = Field(default=100, ge=1)
+    SESSIONS_PER_PRINCIPAL: int | None = Field(default=1000, ge=1)
     SESSIONS_MAX: int | None = Field(default=10_000, ge=1)
     LISTEN_MAX_STREAMS_PER_PRINCIPAL: int | None = Field(default=100, ge=1)
     LISTEN_MAX_STREAMS: int | None = Field(default=10_000, ge=1)

@@ -120,6 +120,13 @@ def bounds(settings):
     caches["default"].clear()
 
 
+def test_the_session_caps_are_on_by_default():
+    from django_mcp.conf import McpSettings
+
+    defaults = McpSettings()
+    assert (defaults.SESSION_MAX_BYTES, defaults.SESSIONS_PER_PRINCIPAL, defaults.SESSIONS_MAX) == (65536, 1000, 10_000)
+
+
 async def test_a_session_bigger_than_session_max_bytes_is_refused(async_client, bounds):
     response = await open_session(async_client, {"experimental": {"blob": "x" * 70_000}})
     assert response.status_code == 400
@@ -155,9 +162,10 @@ async def test_one_principal_keeps_at_most_sessions_per_principal(async_client, 
 
 
 async def test_a_flood_is_refused_and_evicts_no_live_session(async_client, bounds):
+    bounds(SESSIONS_PER_PRINCIPAL=100, SESSIONS_MAX=10_000)
     session, _ = await initialize(async_client)
     statuses = [(await open_session(async_client)).status_code for _ in range(150)]
-    assert statuses.count(429) >= 50  # the default: 100 per principal (this address)
+    assert statuses.count(429) >= 50  # 100 per principal (this address)
     status, body = await rpc(async_client, session, "ping")
     assert (status, body["result"]) == (200, {})  # the first session is still there
 
@@ -179,6 +187,7 @@ def test_w014_a_culling_cache_too_small_for_sessions_max(settings):
     from django_mcp.checks import check_session_cache_size
 
     settings.DEBUG = False
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "SESSIONS_MAX": 10_000}  # the default (tests turn it off)
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     (warning,) = check_session_cache_size()
     assert warning.id == "django_mcp.W014" and "culls past 300 entries" in warning.msg
