@@ -138,7 +138,7 @@ def _sqlstate(cause: BaseException | None) -> str | None:
 class KnownOutage:
     """The database found unreachable: calls fail at once, and one a ``probe_seconds`` goes through to see.
 
-    Without it, every concurrent request queues for the pool's timeout in turn (16 took up to 20 s).
+    Without it, every concurrent request would queue for the pool's timeout in turn.
     """
 
     def __init__(self, probe_seconds: float = 1.0) -> None:
