@@ -31,6 +31,17 @@ servers: weakref.WeakSet[McpServer] = weakref.WeakSet()
 """Every server built in this process (the system checks inspect them)."""
 
 
+def server_at(path: str) -> McpServer | None:
+    """The server whose endpoint ``path`` (e.g. ``/mcp``) resolves to in the root URLconf, or None."""
+    from django.urls import Resolver404, resolve
+
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return None
+    return next((server for server in list(servers) if server.serves(match.func)), None)
+
+
 class McpServer:
     """One MCP server: its tools, prompts, resources, options, extensions and auth. Mount it with :attr:`urls`.
 
@@ -71,6 +82,7 @@ class McpServer:
             lifecycle.on_shutdown(plugin.shutdown)
         self._started: asyncio.Future[None] | None = None
         self._api: NinjaAPI | None = None
+        self._views: frozenset[Callable[..., Any]] = frozenset()
         self._resolved: tuple[McpSettings, ResolvedOptions] | None = None  # static options, resolved once
         servers.add(self)
 
@@ -126,10 +138,15 @@ class McpServer:
         if self._api is None:
             self._api = build_api(self)
         patterns, app_name, namespace = cast("tuple[list[URLPattern], str, str]", self._api.urls)
+        self._views = frozenset(pattern.callback for pattern in patterns)
         # The endpoint's own route is empty; one more answers a trailing slash after a route without one
         # (\A, not ^: Django's urls.W002 flags a pattern starting "^/").
         with_slash = re_path(r"\A/\Z", cast("Callable[..., HttpResponseBase]", patterns[0].callback))
         return [*patterns, with_slash], app_name, namespace
+
+    def serves(self, view: Callable[..., Any]) -> bool:
+        """Whether ``view`` (a resolved URL's callback) is this server's endpoint."""
+        return view in self._views
 
     async def started(self) -> None:
         """Run the extensions' startup hooks once, on the serving loop, before the first request is served."""

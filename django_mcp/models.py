@@ -1,5 +1,6 @@
-"""django-mcp's models. The tasks extension keeps its model in its own subpackage."""
+"""django-mcp's models. The tasks extension and sign-in keep theirs in their own subpackages."""
 
+from .auth.models import PersonalToken
 from .tasks.models import Task, TaskStatus
 
-__all__ = ["Task", "TaskStatus"]
+__all__ = ["PersonalToken", "Task", "TaskStatus"]

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -20,6 +20,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
 from . import handshake
+from .auth.tokens import InvalidToken, TokenServiceUnavailable
 from .conf import get_settings
 from .protocol import sse
 from .protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("django_mcp")
 
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
-Outcome = tuple[dict[str, Any], int]  # a JSON-RPC response and its HTTP status
+Outcome = tuple[dict[str, Any], int, "Mapping[str, str] | None"]  # a JSON-RPC response, its HTTP status and headers
 
 
 class _McpApi(NinjaAPI):
@@ -76,11 +77,25 @@ def build_api(server: McpServer) -> NinjaAPI:
         return _error(_database_unavailable(exc), None)
 
     @api.exception_handler(AuthenticationError)
+    @api.exception_handler(InvalidToken)
     def unauthorized(request: HttpRequest, exc: Exception) -> HttpResponse:
+        challenge = getattr(server.auth, "unauthorized", None)  # an OAuth resource server's own 401 (BearerAuth)
+        if callable(challenge):
+            return _error(challenge(request, exc if isinstance(exc, InvalidToken) else None), None)
         error = McpJsonRpcError(INVALID_REQUEST, "Unauthorized: valid credentials are required", http_status=401)
-        response = _json(error_response(None, error), 401)
-        response["WWW-Authenticate"] = get_settings().WWW_AUTHENTICATE
-        return response
+        return _error(error, None, {"WWW-Authenticate": get_settings().WWW_AUTHENTICATE})
+
+    @api.exception_handler(McpJsonRpcError)
+    def refused(request: HttpRequest, exc: McpJsonRpcError) -> HttpResponse:
+        return _error(exc, None)  # e.g. BearerAuth's 403 for a token without the endpoint's scopes
+
+    @api.exception_handler(TokenServiceUnavailable)
+    def token_service_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+        logger.warning("Cannot check a bearer token: %s", exc)
+        return _error(
+            McpJsonRpcError(INTERNAL_ERROR, "Cannot check the access token now: try again shortly", http_status=503),
+            None,
+        )
 
     return api
 
@@ -129,8 +144,10 @@ class _JsonEncoder(WireJSONEncoder, DjangoJSONEncoder):
 _RESPONSE_ENCODER = _JsonEncoder()
 
 
-def _json(payload: dict[str, Any], status: int = 200) -> HttpResponse:
-    response = HttpResponse(_RESPONSE_ENCODER.encode(payload).encode(), status=status, content_type="application/json")
+def _json(payload: dict[str, Any], status: int = 200, headers: Mapping[str, str] | None = None) -> HttpResponse:
+    response = HttpResponse(
+        _RESPONSE_ENCODER.encode(payload).encode(), status=status, content_type="application/json", headers=headers
+    )
     if status == 503:
         # An outage's answer: what failed is logged once a minute (throttled) where it failed, so Django's
         # request logger must not add a line per request (the flag its log_response() sets and reads).
@@ -138,8 +155,10 @@ def _json(payload: dict[str, Any], status: int = 200) -> HttpResponse:
     return response
 
 
-def _error(exc: McpJsonRpcError, request_id: str | int | None) -> HttpResponse:
-    return _json(error_response(request_id, exc), exc.http_status)
+def _error(
+    exc: McpJsonRpcError, request_id: str | int | None, headers: Mapping[str, str] | None = None
+) -> HttpResponse:
+    return _json(error_response(request_id, exc), exc.http_status, headers or exc.headers)
 
 
 def _database_unavailable(exc: Exception, method: str | None = None) -> McpJsonRpcError:
@@ -312,8 +331,9 @@ async def _serve_handshake(server: McpServer, context: McpRequest, session: Any)
         raise McpJsonRpcError(INTERNAL_ERROR, "Request cancelled by the client", http_status=200) from None
     except McpJsonRpcError as exc:
         # In a live session a JSON-RPC error is in-band (HTTP 200): handshake-era clients read any
-        # other status as a broken transport. Only a lost database stays 503.
-        if exc.http_status != 503:
+        # other status as a broken transport. A lost database stays 503, and an OAuth challenge (403
+        # insufficient_scope) keeps its status: that is how the client learns to step up.
+        if exc.http_status not in (401, 403, 503):
             exc.http_status = 200
         raise
     return handshake.legacy_result(result)
@@ -418,16 +438,16 @@ async def _outcome(
         result = await serve
         if isinstance(result, ListenStream):
             return result
-        return result_response(context.id, result), 200
+        return result_response(context.id, result), 200, None
     except McpJsonRpcError as exc:
-        return error_response(context.id, exc), exc.http_status
+        return error_response(context.id, exc), exc.http_status, exc.headers
     except asyncio.CancelledError:
         raise
     except (OperationalError, InterfaceError) as exc:
-        return error_response(context.id, _database_unavailable(exc, context.method)), 503
+        return error_response(context.id, _database_unavailable(exc, context.method)), 503, None
     except Exception:
         logger.exception("Internal error serving %s", context.method)
-        return error_response(context.id, McpJsonRpcError(INTERNAL_ERROR, "Internal error")), 200
+        return error_response(context.id, McpJsonRpcError(INTERNAL_ERROR, "Internal error")), 200, None
 
 
 async def _stream(

@@ -3,6 +3,7 @@
 import os
 from pathlib import Path
 
+from django_mcp.auth import authorization_server_settings
 from example_project.settings import _channel_layers, _databases
 
 BASE_DIR = Path(__file__).resolve().parent
@@ -18,6 +19,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "oauth2_provider",
     "django_mcp",
     "tests.toolapp",
 ]
@@ -73,6 +75,13 @@ DJANGO_MCP = {
     "SESSIONS_PER_PRINCIPAL": None,
     "SESSIONS_MAX": None,
 }
+
+# This project is the authorization server of /mcp-oauth (tests/test_oauth*.py).
+OAUTH2_PROVIDER = authorization_server_settings(
+    {"mcp": "Use the MCP tools", "notes:write": "Write notes"},
+    # Live tests register CIMD documents served from 127.0.0.1, which the default fetcher refuses.
+    CIMD_METADATA_FETCHER="tests.oauth.LoopbackMetadataFetcher",
+)
 
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -35,7 +36,8 @@ class McpJsonRpcError(Exception):
     Raise it from a tool handler (or any server code) to answer the request
     with ``{"error": {"code": code, "message": message, "data": data}}``.
     ``http_status`` overrides the status the code normally travels with
-    (e.g. 403 for a refused ``Origin``).
+    (e.g. 403 for a refused ``Origin``); ``headers`` are HTTP headers the
+    error's response carries (e.g. an OAuth ``WWW-Authenticate`` challenge).
     """
 
     def __init__(
@@ -45,12 +47,14 @@ class McpJsonRpcError(Exception):
         data: Any = None,
         *,
         http_status: int | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
         self.http_status = http_status if http_status is not None else _HTTP_STATUS_BY_CODE.get(code, 200)
+        self.headers = dict(headers) if headers else None
 
     def to_error(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` member."""

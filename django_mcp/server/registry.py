@@ -82,6 +82,10 @@ class ToolRegistry(Registry[Tool]):
 
     kind = "tools"
 
+    def scopes_used(self) -> list[str]:
+        """Every OAuth scope some tool asks for, in registration order (for the resource metadata)."""
+        return list(dict.fromkeys(scope for tool in self for scope in sorted(tool.scopes)))
+
     @staticmethod
     def key_of(item: Tool) -> str:
         return item.name

@@ -23,6 +23,8 @@ from .definitions import DefinitionError
 from .handlers import first_parameter_takes_request
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # used with fullmatch
+_SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # an RFC 6749 scope-token
+_PERMISSION = re.compile(r"[\w.-]+\.[\w-]+")  # "app_label.codename"
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
@@ -38,6 +40,8 @@ class ToolOptions(TypedDict, total=False):
     icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...]
     meta: Mapping[str, Any]
     single_use_state: bool
+    scopes: Iterable[str]
+    permissions: Iterable[str]
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +61,10 @@ class Tool:
     """Options meant for extensions (e.g. ``task_support``), checked against a server's plugins."""
     single_use_state: bool = False
     """Whether a ``requestState`` of this tool's MRTR rounds is refused when presented a second time."""
+    scopes: frozenset[str] = frozenset()
+    """OAuth scopes a bearer token needs to call it (beyond the endpoint's): 403 ``insufficient_scope``."""
+    permissions: tuple[str, ...] = ()
+    """Django permissions (``"app.codename"``) the user needs to see and call it."""
     # Set when the schema was derived from the signature: arguments are then
     # converted to the annotated types before the handler sees them.
     arguments_model: type[BaseModel] | None = field(default=None, repr=False)
@@ -225,12 +233,16 @@ def build_tool(
     icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...] = (),
     meta: Mapping[str, Any] | None = None,
     single_use_state: bool | None = None,
+    scopes: Iterable[str] = (),
+    permissions: Iterable[str] = (),
     **extension_options: Any,
 ) -> Tool:
     """Describe ``handler`` as a tool, deriving what was not given from its signature and docstring.
 
     ``single_use_state`` defaults to the ``destructiveHint`` annotation: a destructive action's
-    ``requestState`` (its confirmation) cannot be replayed.
+    ``requestState`` (its confirmation) cannot be replayed. ``scopes`` are the OAuth scopes a
+    bearer token needs to call it; ``permissions`` the Django permissions its user needs to see
+    and call it (see docs/sign-in.md).
     """
     if not callable(handler):
         raise DefinitionError(f"Tool handler {handler!r} is not callable")
@@ -275,12 +287,25 @@ def build_tool(
             bool((annotations or {}).get("destructiveHint")) if single_use_state is None else single_use_state
         ),
         arguments_model=model,
+        scopes=_names(tool_name, "scopes", scopes, _SCOPE),
+        permissions=tuple(_names(tool_name, "permissions", permissions, _PERMISSION)),
     )
     try:
         tool.param_headers  # noqa: B018 - validate x-mcp-header annotations now, not per call
     except ValueError as exc:
         raise DefinitionError(f"Tool {tool_name!r}: {exc}") from None
     return tool
+
+
+def _names(tool_name: str, label: str, values: Iterable[str], pattern: re.Pattern[str]) -> frozenset[str]:
+    if isinstance(values, str):
+        raise DefinitionError(f"Tool {tool_name!r}: {label} must be a list of strings, not one string")
+    names = frozenset(values)
+    bad = sorted(v for v in names if not isinstance(v, str) or not pattern.fullmatch(v))
+    if bad:
+        kind = "OAuth scope tokens" if label == "scopes" else "permissions of the form 'app_label.codename'"
+        raise DefinitionError(f"Tool {tool_name!r}: {label} {bad} are not {kind}")
+    return names
 
 
 class _UntitledSchema(GenerateJsonSchema):

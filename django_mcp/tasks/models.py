@@ -209,15 +209,18 @@ def creator_fields(auth: Any, user: Any) -> dict[str, Any]:
     """``user`` and ``owner_kind`` for a task created by a request with this ``auth`` principal and Django ``user``.
 
     Mirrors ``McpRequest.principal_key``: the auth principal counts first (unless it is None or a bool, which
-    name nobody), then the authenticated session user. Nothing secret is returned: a principal that is not a
+    name nobody; a principal with a ``user``, such as a verified bearer token, is that user), then the
+    authenticated session user. Nothing secret is returned: a principal that is not a
     user is recorded only as its kind.
     """
     # The model the ``user`` column holds (settings.AUTH_USER_MODEL when the models were loaded): an
     # attribute of the field, where get_user_model() looks the setting and the app registry up each time.
     user_model: Any = Task._meta.get_field("user").related_model
     if auth is not None and not isinstance(auth, bool):
-        if isinstance(auth, user_model) and auth.pk is not None:
-            return {"user": auth, "owner_kind": OwnerKind.USER}
+        # The principal is a user, or acts for one (a verified bearer token's ``user``).
+        acting = auth if isinstance(auth, user_model) else getattr(auth, "user", None)
+        if isinstance(acting, user_model) and acting.pk is not None:
+            return {"user": acting, "owner_kind": OwnerKind.USER}
         return {"user": None, "owner_kind": OwnerKind.PRINCIPAL}
     if isinstance(user, user_model) and user.pk is not None and user.is_authenticated:
         return {"user": user, "owner_kind": OwnerKind.USER}

@@ -1,0 +1,61 @@
+"""Personal tokens in the admin: made with a lifetime, shown once, revoked with an action."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from .models import PersonalToken
+
+
+class PersonalTokenForm(forms.ModelForm):
+    lifetime_days = forms.IntegerField(
+        min_value=1, max_value=3650, initial=90, help_text="The token stops working after this many days."
+    )
+
+    class Meta:
+        model = PersonalToken
+        fields = ("user", "name", "scope")
+
+
+@admin.register(PersonalToken)
+class PersonalTokenAdmin(admin.ModelAdmin):
+    list_display = ("name", "prefix", "user", "scope", "created_at", "expires_at", "revoked_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("name", "prefix", "user__username")
+    actions = ("revoke",)
+    raw_id_fields = ("user",)
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        if obj is None:
+            kwargs["form"] = PersonalTokenForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # A made token changes only by being revoked: its owner and scopes are what it was given for.
+        if obj is None:
+            return ()
+        return ("user", "name", "scope", "prefix", "created_at", "expires_at", "revoked_at")
+
+    def save_model(self, request: HttpRequest, obj: PersonalToken, form: Any, change: bool) -> None:
+        if change:
+            return
+        row, token = PersonalToken.issue(
+            form.cleaned_data["user"],
+            form.cleaned_data["name"],
+            scope=form.cleaned_data["scope"],
+            lifetime=timedelta(days=form.cleaned_data["lifetime_days"]),
+        )
+        obj.pk, obj.prefix, obj.expires_at = row.pk, row.prefix, row.expires_at
+        messages.warning(request, f"The new token is {token} — copy it now: it is not stored and not shown again.")
+
+    @admin.action(description="Revoke selected personal tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[PersonalToken]) -> None:
+        count = queryset.filter(revoked_at=None).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)

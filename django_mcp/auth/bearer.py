@@ -1,0 +1,164 @@
+"""``BearerAuth``: the MCP endpoint as an OAuth 2.1 resource server (RFC 6750, RFC 8707, RFC 9728)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from functools import cached_property, partial
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from ..protocol.errors import INVALID_REQUEST, McpJsonRpcError
+from .conf import get_auth_settings
+from .resource import covers, metadata_url, resource_url
+from .tokens import InvalidToken, TokenVerifier, VerifiedToken
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+
+PERSONAL_TOKENS = "django_mcp.auth.PersonalTokenVerifier"
+JWT_TOKENS = "django_mcp.auth.JwtVerifier"
+OAUTH_TOOLKIT_TOKENS = "django_mcp.auth.DjangoOAuthToolkitVerifier"
+
+
+class BearerAuth:
+    """Guard an endpoint with OAuth bearer tokens: ``McpServer(auth=BearerAuth())``, or
+    ``DJANGO_MCP["AUTH"] = "django_mcp.auth.BearerAuth"`` for every server.
+
+    A token must verify (see ``OAUTH_TOKEN_VERIFIERS``), act for an active user, be issued for
+    this endpoint (its canonical URL, ``OAUTH_RESOURCE_URL``) and carry the endpoint's scopes
+    (``OAUTH_SCOPES``). Anything else is answered 401 (403 for missing scopes) with a
+    ``WWW-Authenticate`` challenge pointing at the RFC 9728 metadata. The token's user becomes
+    ``request.user``; ``request.auth`` is the :class:`VerifiedToken`.
+    """
+
+    def __init__(
+        self,
+        *,
+        scopes: Sequence[str] | None = None,
+        resource_url: str | None = None,
+        verifiers: Sequence[TokenVerifier | str] | None = None,
+    ) -> None:
+        self._scopes = tuple(scopes) if scopes is not None else None
+        self._resource_url = resource_url.rstrip("/") if resource_url else None
+        self._verifiers = tuple(verifiers) if verifiers is not None else None
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """What every token must carry here."""
+        return self._scopes if self._scopes is not None else get_auth_settings().OAUTH_SCOPES
+
+    def resource(self, request: HttpRequest) -> str:
+        """The canonical URL of the endpoint ``request`` reached (the audience its tokens need)."""
+        return resource_url(request, self._resource_url or get_auth_settings().OAUTH_RESOURCE_URL)
+
+    @cached_property
+    def verifiers(self) -> tuple[TokenVerifier, ...]:
+        """The verifiers asked in turn (built once)."""
+        configured = self._verifiers
+        if configured is None:
+            configured = get_auth_settings().OAUTH_TOKEN_VERIFIERS or default_verifiers()
+        return tuple(_verifier(v) for v in configured)
+
+    def __call__(self, request: HttpRequest) -> VerifiedToken | None:
+        if "access_token" in request.GET:
+            # RFC 9700 / MCP: a token in the URL leaks into logs and Referer headers; never accept one.
+            raise InvalidToken("Send the access token in the Authorization header, never in the query string")
+        header = request.headers.get("Authorization")
+        if header is None:
+            return None  # no credentials: the 401 without an error code
+        scheme, _, token = header.strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token or any(c.isspace() for c in token):
+            raise InvalidToken("The Authorization header must be 'Bearer <token>'")
+        if len(token) > get_auth_settings().OAUTH_MAX_TOKEN_CHARS:
+            raise InvalidToken("The access token is too long")
+        return self.authenticate(request, token)
+
+    def authenticate(self, request: HttpRequest, token: str) -> VerifiedToken:
+        for verifier in self.verifiers:
+            verified = verifier.verify(token, request)
+            if verified is not None:
+                break
+        else:
+            raise InvalidToken("The access token is invalid, expired or revoked")
+        user = verified.user
+        if user is None or not getattr(user, "is_active", False):
+            raise InvalidToken("The access token acts for no active user")
+        resource = self.resource(request)
+        if verified.audiences is not None and not any(covers(aud, resource) for aud in verified.audiences):
+            raise InvalidToken("The access token was issued for another resource")
+        missing = set(self.scopes) - verified.scopes
+        if missing:
+            raise self.insufficient_scope(request, ())
+        request.user = user
+
+        async def auser() -> Any:
+            return user
+
+        request.auser = auser  # what the view resolves the user from
+        return dataclasses.replace(verified, challenge=partial(self.insufficient_scope, request))
+
+    def challenge(
+        self, request: HttpRequest, error: str | None = None, description: str | None = None, scopes: Iterable[str] = ()
+    ) -> str:
+        """The ``WWW-Authenticate`` value: the scopes wanted and where the resource metadata is."""
+        wanted = list(dict.fromkeys([*self.scopes, *scopes]))
+        params = {
+            "error": error,
+            "error_description": description,
+            "scope": " ".join(wanted) or None,
+            "resource_metadata": metadata_url(self.resource(request)),
+        }
+        return "Bearer " + ", ".join(f'{key}="{_quoted(value)}"' for key, value in params.items() if value)
+
+    def unauthorized(self, request: HttpRequest, error: InvalidToken | None) -> McpJsonRpcError:
+        """The 401 for a request without a good token (``error`` None: it brought none)."""
+        description = str(error) if error is not None else None
+        return McpJsonRpcError(
+            INVALID_REQUEST,
+            f"Unauthorized: {description}" if description else "Unauthorized: valid credentials are required",
+            http_status=401,
+            headers={"WWW-Authenticate": self.challenge(request, "invalid_token" if error else None, description)},
+        )
+
+    def insufficient_scope(self, request: HttpRequest, needed: Iterable[str]) -> McpJsonRpcError:
+        """The 403 that names every scope the call needs (the endpoint's and ``needed``), to step up once."""
+        wanted = list(dict.fromkeys([*self.scopes, *needed]))
+        return McpJsonRpcError(
+            INVALID_REQUEST,
+            f"Forbidden: this request needs the scopes {' '.join(wanted)}",
+            {"requiredScopes": wanted},
+            http_status=403,
+            headers={"WWW-Authenticate": self.challenge(request, "insufficient_scope", None, needed)},
+        )
+
+
+def _quoted(value: str) -> str:
+    # RFC 9110 quoted-string: escape backslash and quote; no line breaks may reach a header.
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\r", " ").replace("\n", " ")
+
+
+def default_verifiers() -> tuple[str, ...]:
+    """Personal tokens; then JWTs when ``OAUTH_JWT`` is set; then django-oauth-toolkit's when installed."""
+    from django.apps import apps
+
+    chosen = [PERSONAL_TOKENS]
+    if get_auth_settings().OAUTH_JWT is not None:
+        chosen.append(JWT_TOKENS)
+    if apps.is_installed("oauth2_provider"):
+        chosen.append(OAUTH_TOOLKIT_TOKENS)
+    return tuple(chosen)
+
+
+def _verifier(value: TokenVerifier | str) -> TokenVerifier:
+    if not isinstance(value, str):
+        return value
+    try:
+        made = import_string(value)
+    except ImportError as exc:
+        raise ImproperlyConfigured(f"Token verifier {value!r} cannot be imported: {exc}") from None
+    verifier: TokenVerifier = made() if isinstance(made, type) else made
+    return verifier

@@ -1,0 +1,57 @@
+"""``path("", include("django_mcp.auth.urls"))`` at the site root: the endpoints' RFC 9728 metadata, and
+with django-oauth-toolkit installed this project as their authorization server.
+
+Served: ``/.well-known/oauth-protected-resource[/<endpoint path>]``; with ``oauth2_provider`` in
+``INSTALLED_APPS`` also ``/.well-known/oauth-authorization-server`` (RFC 8414), ``/o/authorize/``
+(sign-in with Django's login view at ``/o/login/``, then consent), ``/o/token/``,
+``/o/revoke_token/``, ``/o/introspect/`` and ``/o/register/`` (RFC 7591), in django-oauth-toolkit's
+``oauth2_provider`` namespace.
+"""
+
+from __future__ import annotations
+
+from django.apps import apps
+from django.contrib.auth.views import LoginView
+from django.urls import URLPattern, URLResolver, include, path, re_path, reverse_lazy
+
+from .metadata import protected_resource_metadata
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    re_path(
+        r"^\.well-known/oauth-protected-resource(?:/(?P<resource_path>.+))?/?$",
+        protected_resource_metadata,
+        name="django_mcp_protected_resource",
+    ),
+]
+
+if apps.is_installed("oauth2_provider"):
+    from oauth2_provider import views as oauth_views
+
+    class _AuthorizationView(oauth_views.AuthorizationView):
+        login_url = reverse_lazy("django_mcp_login")
+
+    _server = [
+        path(
+            ".well-known/oauth-authorization-server",
+            oauth_views.OAuthServerMetadataView.as_view(),
+            name="oauth-server-metadata",
+        ),
+        path("o/authorize/", _AuthorizationView.as_view(), name="authorize"),
+        path("o/token/", oauth_views.TokenView.as_view(), name="token"),
+        path("o/revoke_token/", oauth_views.RevokeTokenView.as_view(), name="revoke-token"),
+        path("o/introspect/", oauth_views.IntrospectTokenView.as_view(), name="introspect"),
+        path("o/register/", oauth_views.DynamicClientRegistrationView.as_view(), name="dcr-register"),
+        path(
+            "o/register/<str:client_id>/",
+            oauth_views.DynamicClientRegistrationManagementView.as_view(),
+            name="dcr-register-management",
+        ),
+    ]
+    urlpatterns += [
+        path("", include((_server, "oauth2_provider"))),
+        path(
+            "o/login/",
+            LoginView.as_view(template_name="django_mcp/oauth/login.html", redirect_authenticated_user=False),
+            name="django_mcp_login",
+        ),
+    ]

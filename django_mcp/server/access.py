@@ -1,0 +1,52 @@
+"""Who may see and call what: Django permissions and OAuth scopes, the same rule for listing and calling.
+
+The rule: a tool whose Django permissions the user lacks is not listed, and calling it answers
+exactly as for a tool that does not exist (nothing more is revealed). A tool whose OAuth scopes
+the token lacks is listed, and calling it answers 403 ``insufficient_scope`` naming every scope
+the call needs, so the client can step up once. Scopes bind bearer tokens only: a principal with
+no scopes (a session user, another ninja auth) is judged by permissions alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from .context import McpRequest
+
+logger = logging.getLogger("django_mcp")
+
+
+async def permitted(request: McpRequest, permissions: Iterable[str]) -> bool:
+    """Whether the request's user holds every one of ``permissions`` (none asked: anyone)."""
+    wanted = list(permissions)
+    if not wanted:
+        return True
+    user: Any = request.user
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    check = getattr(user, "ahas_perms", None)
+    if check is not None:
+        return bool(await check(wanted))
+    return bool(await sync_to_async(user.has_perms)(wanted))
+
+
+def require_scopes(request: McpRequest, scopes: Iterable[str]) -> None:
+    """Raise the principal's 403 ``insufficient_scope`` unless its token carries every one of ``scopes``."""
+    wanted = frozenset(scopes)
+    if not wanted:
+        return
+    auth = request.auth
+    held = getattr(auth, "scopes", None)
+    if not isinstance(held, frozenset | set):
+        return  # not a token: scopes do not apply
+    if not wanted <= held:
+        raise auth.insufficient_scope(sorted(wanted))
+
+
+def log_refusal(request: McpRequest, kind: str, name: str) -> None:
+    # The caller is told nothing; the operator can learn why from the log.
+    logger.info("Refused %s %r to %s: it lacks a required Django permission", kind, name, request.principal_key)

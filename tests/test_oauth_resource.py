@@ -1,0 +1,246 @@
+"""The endpoint as an OAuth resource server: metadata, challenges, audience, scopes, identity (in process)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import Permission, User
+from django.test import override_settings
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Application
+
+from django_mcp.models import PersonalToken, Task
+from django_mcp.tasks import EXTENSION_ID
+from tests.wire import assert_wire, post, request_body
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+RESOURCE = "http://testserver/mcp-oauth"
+TASKS = {"extensions": {EXTENSION_ID: {}}}
+PATH = "/mcp-oauth"
+
+
+def _token(user, *, scope="mcp", resource=(RESOURCE,), expires_in=3600, raw="tok-" + "a" * 30, application=None):
+    return AccessToken.objects.create(
+        user=user, token=raw, scope=scope, resource=list(resource), application=application,
+        expires=timezone.now() + timedelta(seconds=expires_in),
+    )
+
+
+@pytest.fixture
+def alice():
+    return User.objects.create_user("alice", password="pw")
+
+
+async def _post(async_client, method="tools/list", params=None, token=None, **kwargs):
+    headers = kwargs.pop("headers", {})
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return await post(async_client, request_body(method, params), path=PATH, headers=headers, **kwargs)
+
+
+def _challenge(response) -> dict[str, str]:
+    scheme, _, rest = response["WWW-Authenticate"].partition(" ")
+    assert scheme == "Bearer"
+    return {key: json.loads(f'"{value}"') for key, value in re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', rest)}
+
+
+async def test_protected_resource_metadata_names_the_endpoint_its_issuer_and_scopes(async_client):
+    response = await async_client.get("/.well-known/oauth-protected-resource/mcp-oauth")
+    assert response.status_code == 200 and response["Access-Control-Allow-Origin"] == "*"
+    document = json.loads(response.content)
+    assert document["resource"] == RESOURCE
+    assert document["authorization_servers"] == ["http://testserver"]
+    assert document["scopes_supported"] == ["mcp", "notes:write"]  # the endpoint's, then its tools'
+    assert document["bearer_methods_supported"] == ["header"]
+    root = json.loads((await async_client.get("/.well-known/oauth-protected-resource")).content)
+    assert root["resource"] == "http://testserver" and "offline_access" not in root["scopes_supported"]
+
+
+async def test_metadata_for_a_path_that_is_no_endpoint_is_404(async_client):
+    response = await async_client.get("/.well-known/oauth-protected-resource/admin")
+    assert response.status_code == 404
+
+
+async def test_no_token_is_401_with_the_metadata_and_scope_in_the_challenge(async_client):
+    response = await _post(async_client)
+    assert response.status_code == 401
+    body = json.loads(response.content)
+    assert_wire(body, "JSONRPCErrorResponse")
+    assert _challenge(response) == {
+        "scope": "mcp",
+        "resource_metadata": "http://testserver/.well-known/oauth-protected-resource/mcp-oauth",
+    }
+
+
+async def test_a_good_token_acts_as_its_user(async_client, alice):
+    await sync_to_async(_token)(alice)
+    response = await _post(async_client, "tools/call", {"name": "whoami"}, token="tok-" + "a" * 30)
+    assert response.status_code == 200, response.content
+    assert json.loads(response.content)["result"]["content"][0]["text"] == "alice"
+
+
+@pytest.mark.parametrize(
+    ("case", "fields"),
+    [
+        ("another resource", {"resource": ("http://testserver/mcp-other",)}),
+        ("a prefix that is not a path segment", {"resource": ("http://testserver/mcp",)}),
+        ("no resource at all", {"resource": ()}),
+        ("expired", {"expires_in": -5}),
+    ],
+)
+async def test_tokens_that_are_not_for_this_endpoint_now_are_401(async_client, alice, case, fields):
+    await sync_to_async(_token)(alice, **fields)
+    response = await _post(async_client, token="tok-" + "a" * 30)
+    assert response.status_code == 401, case
+    assert _challenge(response)["error"] == "invalid_token"
+    assert_wire(json.loads(response.content), "JSONRPCErrorResponse")
+
+
+async def test_a_revoked_token_is_401(async_client, alice):
+    token = await sync_to_async(_token)(alice)
+    await sync_to_async(token.revoke)()
+    assert (await _post(async_client, token="tok-" + "a" * 30)).status_code == 401
+
+
+async def test_a_token_for_nobody_is_401(async_client):
+    # E.g. client_credentials, or a DCR registration token: it acts for no user.
+    await sync_to_async(_token)(None)
+    response = await _post(async_client, token="tok-" + "a" * 30)
+    assert response.status_code == 401
+    assert "no active user" in _challenge(response)["error_description"]
+
+
+async def test_a_token_of_an_inactive_user_is_401(async_client, alice):
+    alice.is_active = False
+    await sync_to_async(alice.save)()
+    await sync_to_async(_token)(alice)
+    assert (await _post(async_client, token="tok-" + "a" * 30)).status_code == 401
+
+
+async def test_a_token_without_the_endpoint_scope_is_403_naming_it(async_client, alice):
+    await sync_to_async(_token)(alice, scope="notes:write")
+    response = await _post(async_client, token="tok-" + "a" * 30)
+    assert response.status_code == 403
+    challenge = _challenge(response)
+    assert challenge["error"] == "insufficient_scope" and challenge["scope"] == "mcp"
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["Bearer", "Bearer ", "Basic YWxpY2U6cHc=", "Bearer a b", "Bearer " + "x" * 5000, "bearer\ttok", "Token tok"],
+)
+async def test_malformed_authorization_headers_are_401_with_a_json_rpc_body(async_client, header):
+    response = await _post(async_client, headers={"Authorization": header})
+    assert response.status_code == 401, header
+    assert_wire(json.loads(response.content), "JSONRPCErrorResponse")
+    assert "resource_metadata" in _challenge(response)
+
+
+async def test_a_token_in_the_query_string_is_refused(async_client, alice):
+    await sync_to_async(_token)(alice)
+    body = request_body("tools/list")
+    response = await post(async_client, body, path=PATH + "?access_token=tok-" + "a" * 30)
+    assert response.status_code == 401
+    assert "query string" in _challenge(response)["error_description"]
+
+
+async def test_a_tool_scope_the_token_lacks_is_403_naming_every_scope_then_works_after_step_up(async_client, alice):
+    await sync_to_async(_token)(alice)
+    params = {"name": "write_note", "arguments": {"text": "hi"}}
+    response = await _post(async_client, "tools/call", params, token="tok-" + "a" * 30)
+    assert response.status_code == 403
+    body = json.loads(response.content)
+    assert_wire(body, "JSONRPCErrorResponse")
+    assert body["id"] == 1 and body["error"]["data"] == {"requiredScopes": ["mcp", "notes:write"]}
+    assert _challenge(response)["scope"] == "mcp notes:write"
+    await sync_to_async(_token)(alice, scope="mcp notes:write", raw="tok-" + "b" * 30)
+    stepped_up = await _post(async_client, "tools/call", params, token="tok-" + "b" * 30)
+    assert json.loads(stepped_up.content)["result"]["content"][0]["text"] == "alice wrote hi"
+
+
+async def test_scoped_tools_are_listed_and_permission_tools_only_to_those_who_hold_it(async_client, alice):
+    await sync_to_async(_token)(alice)
+    names = lambda response: [t["name"] for t in json.loads(response.content)["result"]["tools"]]  # noqa: E731
+    listed = await _post(async_client, token="tok-" + "a" * 30)
+    assert names(listed) == ["whoami", "write_note", "slow_report"]  # write_note: a step-up away
+    assert json.loads(listed.content)["result"]["cacheScope"] == "private"
+    refused = await _post(async_client, "tools/call", {"name": "count_users"}, token="tok-" + "a" * 30)
+    unknown = await _post(async_client, "tools/call", {"name": "no_such_tool"}, token="tok-" + "a" * 30)
+    assert json.loads(refused.content)["error"]["message"] == "Unknown tool: count_users"
+    assert json.loads(unknown.content)["error"]["code"] == json.loads(refused.content)["error"]["code"]
+    await sync_to_async(alice.user_permissions.add)(await Permission.objects.aget(codename="view_user"))
+    alice = await User.objects.aget(pk=alice.pk)  # a fresh user: permissions are cached per instance
+    listed = await _post(async_client, token="tok-" + "a" * 30)
+    assert names(listed) == ["whoami", "write_note", "count_users"]  # the first page (PAGE_SIZE 3)
+    allowed = await _post(async_client, "tools/call", {"name": "count_users"}, token="tok-" + "a" * 30)
+    assert json.loads(allowed.content)["result"]["content"][0]["text"] == "1"
+
+
+async def test_a_task_binds_to_the_token_user_and_every_task_request_is_authenticated(async_client, alice):
+    await sync_to_async(_token)(alice)
+    bob = await sync_to_async(User.objects.create_user)("bob")
+    await sync_to_async(_token)(bob, raw="tok-" + "c" * 30)
+
+    async def rpc(method, params, token):
+        body = request_body(method, params, capabilities=TASKS)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return await post(async_client, body, path=PATH, headers=headers)
+
+    created = await rpc("tools/call", {"name": "slow_report", "arguments": {"n": 2}}, "tok-" + "a" * 30)
+    task_id = json.loads(created.content)["result"]["taskId"]
+    row = await Task.objects.select_related("user").aget(pk=task_id)
+    assert row.user == alice and row.owner_kind == "user"
+    assert (await rpc("tasks/get", {"taskId": task_id}, None)).status_code == 401
+    refused = json.loads((await rpc("tasks/get", {"taskId": task_id}, "tok-" + "c" * 30)).content)
+    assert refused["error"]["code"] == -32602  # bob sees no such task
+    for _ in range(200):
+        result = json.loads((await rpc("tasks/get", {"taskId": task_id}, "tok-" + "a" * 30)).content)["result"]
+        if result["status"] == "completed":
+            break
+        await asyncio.sleep(0.02)
+    assert result["result"]["content"][0]["text"] == "report 2 for alice"
+
+
+async def test_a_personal_token_works_until_revoked_or_expired(async_client, alice):
+    row, token = await sync_to_async(PersonalToken.issue)(alice, "ci job")
+    assert token.startswith("mcp_pat_") and token not in (row.digest, row.prefix)
+    response = await _post(async_client, "tools/call", {"name": "whoami"}, token=token)
+    assert json.loads(response.content)["result"]["content"][0]["text"] == "alice"
+    await sync_to_async(row.revoke)()
+    assert (await _post(async_client, token=token)).status_code == 401
+    _, other = await sync_to_async(PersonalToken.issue)(alice, "old", lifetime=timedelta(seconds=-1))
+    assert (await _post(async_client, token=other)).status_code == 401
+
+
+async def test_a_personal_token_without_the_endpoint_scope_is_403(async_client, alice):
+    _, token = await sync_to_async(PersonalToken.issue)(alice, "narrow", scope="notes:write")
+    assert (await _post(async_client, token=token)).status_code == 403
+
+
+@override_settings(DJANGO_MCP={"OAUTH_RESOURCE_URL": "https://mcp.example.com/mcp-oauth"})
+async def test_a_configured_canonical_url_is_the_audience_and_the_metadata(async_client, alice):
+    await sync_to_async(_token)(alice)  # issued for http://testserver/mcp-oauth
+    assert (await _post(async_client, token="tok-" + "a" * 30)).status_code == 401
+    await sync_to_async(_token)(alice, raw="tok-" + "d" * 30, resource=("https://mcp.example.com/mcp-oauth",))
+    assert (await _post(async_client, token="tok-" + "d" * 30)).status_code == 200
+    response = await _post(async_client)
+    assert _challenge(response)["resource_metadata"] == (
+        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp-oauth"
+    )
+
+
+async def test_the_token_is_never_stored_in_a_task_row(async_client, alice):
+    application = await sync_to_async(Application.objects.create)(
+        name="c", client_type="public", authorization_grant_type="authorization-code", user=alice
+    )
+    await sync_to_async(_token)(alice, application=application)
+    body = request_body("tools/call", {"name": "slow_report"}, capabilities=TASKS)
+    await post(async_client, body, path=PATH, headers={"Authorization": "Bearer tok-" + "a" * 30})
+    rows = [row async for row in Task.objects.values()]
+    assert rows and not any("tok-" in json.dumps(row, default=str) for row in rows)
