@@ -129,6 +129,20 @@ DJANGO_MCP = {
     "INSTRUCTIONS": "A demo server: echo text, look up word statistics, or run a slow job that reports progress.",
 }
 
+# -- Sign-in (OAuth 2.1) ---------------------------------------------------------------------------------
+# DJANGO_MCP_OAUTH=1: this project is the endpoint's authorization server (django-oauth-toolkit, the
+# `oauth` extra) and /mcp takes bearer tokens only. Sign in as a user of this site, e.g. one made with
+# `DJANGO_SUPERUSER_PASSWORD=demo python manage.py createsuperuser --noinput --username demo --email demo@example.com`.
+OAUTH = os.environ.get("DJANGO_MCP_OAUTH") == "1"
+if OAUTH:
+    from django_mcp.auth import authorization_server_settings
+
+    INSTALLED_APPS.insert(INSTALLED_APPS.index("django_mcp"), "oauth2_provider")
+    OAUTH2_PROVIDER = authorization_server_settings()
+    DJANGO_MCP["AUTH"] = "django_mcp.auth.BearerAuth"
+    if not DEBUG:
+        DJANGO_MCP["OAUTH_RESOURCE_URL"] = os.environ.get("DJANGO_MCP_RESOURCE_URL", "https://localhost/mcp")
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True

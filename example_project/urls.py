@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 
@@ -12,3 +13,5 @@ urlpatterns = [
     path("health/", include("django_mcp.health")),  # /health/live and /health/ready for a load balancer
     mcp_path("mcp", mcp_server),  # serves /mcp and /mcp/
 ]
+if settings.OAUTH:  # DJANGO_MCP_OAUTH=1: /.well-known/* metadata, sign-in and consent at /o/ (docs/sign-in.md)
+    urlpatterns.append(path("", include("django_mcp.auth.urls")))

@@ -35,6 +35,17 @@ async def slow_report(request: McpRequest, n: int = 1) -> str:
     return f"report {n} for {request.user.get_username()}"
 
 
+@oauth_tools.register
+def echo(request: McpRequest, text: str) -> str:
+    return text
+
+
+@oauth_tools.register(task_support="optional")
+async def render(request: McpRequest, scene: str, frames: int = 1) -> str:
+    """What the live sign-in client runs as a task (the example project's render, in brief)."""
+    return f"Rendered {scene!r} ({frames} frames)."
+
+
 oauth_server = McpServer(
     tools=oauth_tools,
     auth=BearerAuth(),

@@ -27,7 +27,11 @@ PATH = "/mcp-oauth"
 
 def _token(user, *, scope="mcp", resource=(RESOURCE,), expires_in=3600, raw="tok-" + "a" * 30, application=None):
     return AccessToken.objects.create(
-        user=user, token=raw, scope=scope, resource=list(resource), application=application,
+        user=user,
+        token=raw,
+        scope=scope,
+        resource=list(resource),
+        application=application,
         expires=timezone.now() + timedelta(seconds=expires_in),
     )
 

@@ -1,4 +1,4 @@
-"""Demo tools: a text tool, one with structured output, a slow one that reports progress, and two task tools."""
+"""Demo tools: a text tool, who you are, one with structured output, a slow one that reports progress, and two task tools."""
 
 import asyncio
 from collections import Counter
@@ -11,6 +11,13 @@ from django_mcp.tasks import TaskRequest
 def echo(request: McpRequest, text: str, times: int = 1) -> str:
     """Repeat the text."""
     return " ".join([text] * times)
+
+
+@tool(title="Who am I", annotations={"readOnlyHint": True})
+def whoami(request: McpRequest) -> str:
+    """Say whom this server takes you for (the signed-in user under DJANGO_MCP_OAUTH=1)."""
+    user = request.user
+    return user.get_username() if user is not None and user.is_authenticated else "anonymous"
 
 
 WORD_STATS_SCHEMA = {

@@ -89,6 +89,7 @@ def test_example_project_serves_its_demo_tools(example_url):
     _, listed = rpc(example_url, "tools/list")
     assert {t["name"] for t in listed["result"]["tools"]} == {
         "echo",
+        "whoami",
         "slow_job",
         "word_stats",
         "render",
