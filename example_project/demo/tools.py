@@ -1,4 +1,4 @@
-"""Demo tools: a text tool, who you are, one with structured output, a slow one that reports progress, and two task tools."""
+"""Demo tools: text, who you are, structured output, a slow one that reports progress, and two task tools."""
 
 import asyncio
 from collections import Counter
