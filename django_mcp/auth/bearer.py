@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from functools import cached_property, partial
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from ..protocol.errors import INVALID_REQUEST, McpJsonRpcError
-from .conf import get_auth_settings
+from .conf import AuthSettings, get_auth_settings
 from .resource import covers, metadata_url, resource_url
 from .tokens import InvalidToken, TokenVerifier, VerifiedToken
 
@@ -44,6 +44,7 @@ class BearerAuth:
         self._scopes = tuple(scopes) if scopes is not None else None
         self._resource_url = resource_url.rstrip("/") if resource_url else None
         self._verifiers = tuple(verifiers) if verifiers is not None else None
+        self._built: tuple[AuthSettings, tuple[TokenVerifier, ...]] | None = None
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -54,13 +55,17 @@ class BearerAuth:
         """The canonical URL of the endpoint ``request`` reached (the audience its tokens need)."""
         return resource_url(request, self._resource_url or get_auth_settings().OAUTH_RESOURCE_URL)
 
-    @cached_property
+    @property
     def verifiers(self) -> tuple[TokenVerifier, ...]:
-        """The verifiers asked in turn (built once)."""
-        configured = self._verifiers
-        if configured is None:
-            configured = get_auth_settings().OAUTH_TOKEN_VERIFIERS or default_verifiers()
-        return tuple(_verifier(v) for v in configured)
+        """The verifiers asked in turn (built once per settings: ``DJANGO_MCP`` may change in tests)."""
+        settings = get_auth_settings()
+        built = self._built
+        if built is None or built[0] is not settings:
+            configured = self._verifiers
+            if configured is None:
+                configured = settings.OAUTH_TOKEN_VERIFIERS or default_verifiers()
+            built = self._built = (settings, tuple(_verifier(v) for v in configured))
+        return built[1]
 
     def __call__(self, request: HttpRequest) -> VerifiedToken | None:
         if "access_token" in request.GET:

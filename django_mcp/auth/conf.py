@@ -27,6 +27,8 @@ class JwtSettings(BaseModel):
     """The claim naming the Django user (matched against the user model's ``USERNAME_FIELD``)."""
     LEEWAY_SECONDS: float = Field(default=30, ge=0)
     JWKS_CACHE_SECONDS: int = Field(default=300, gt=0)
+    JWKS_REFRESH_COOLDOWN_SECONDS: float = Field(default=30, ge=0)
+    """An unknown ``kid`` fetches the keys again at most this often (a flood of forged kids costs one fetch)."""
 
 
 class AuthSettings(BaseModel):

@@ -76,7 +76,12 @@ class JwtVerifier:
         if configured is None:
             raise ImproperlyConfigured("JwtVerifier needs DJANGO_MCP['OAUTH_JWT'] (the issuer and its JWKS URL)")
         self.settings = configured
-        self._keys = PyJWKClient(configured.JWKS_URL, cache_keys=True, lifespan=configured.JWKS_CACHE_SECONDS)
+        self._keys = PyJWKClient(
+            configured.JWKS_URL,
+            cache_keys=True,
+            lifespan=configured.JWKS_CACHE_SECONDS,
+            cooldown_duration=configured.JWKS_REFRESH_COOLDOWN_SECONDS,
+        )
 
     def verify(self, token: str, request: HttpRequest) -> VerifiedToken | None:
         import jwt
