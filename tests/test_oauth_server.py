@@ -121,3 +121,47 @@ def test_mcp_token_creates_lists_and_revokes():
         call_command("mcp_token", "create", "--user", "nobody", "--name", "x")
     with pytest.raises(CommandError, match="0 usable tokens"):
         call_command("mcp_token", "revoke", row.prefix)
+
+
+def test_an_authorization_without_scope_gets_the_default_scopes_and_a_token_for_the_endpoint(client):
+    """ChatGPT sends no ``scope`` when it reconnects: the grant falls back to the default scopes."""
+    import base64
+    import hashlib
+    from urllib.parse import parse_qs, urlsplit
+
+    user = User.objects.create_user("dora", password="pw")
+    client_id = client.post("/o/register/", json.dumps(PUBLIC), content_type="application/json").json()["client_id"]
+    client.force_login(user)
+    verifier = "v" * 64
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    query = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": PUBLIC["redirect_uris"][0],
+        "state": "s1",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "resource": "http://testserver/mcp-oauth",
+    }
+    consent = client.get("/o/authorize/", query)
+    assert consent.status_code == 200
+    fields = {key: value for key, value in consent.context["form"].initial.items() if value is not None}
+    answer = client.post("/o/authorize/", {**fields, "allow": "Authorize"})
+    callback = parse_qs(urlsplit(answer["Location"]).query)
+    assert callback["state"] == ["s1"] and callback["iss"] == ["http://testserver"]
+    token = client.post(
+        "/o/token/",
+        {
+            "grant_type": "authorization_code",
+            "code": callback["code"][0],
+            "client_id": client_id,
+            "redirect_uri": PUBLIC["redirect_uris"][0],
+            "code_verifier": verifier,
+            "resource": "http://testserver/mcp-oauth",
+        },
+    ).json()
+    assert set(token["scope"].split()) == {"mcp", "notes:write"}  # DEFAULT_SCOPES: every scope of the block
+    assert "offline_access" not in token["scope"]
+    from oauth2_provider.models import AccessToken
+
+    assert AccessToken.objects.get(user=user).resource == ["http://testserver/mcp-oauth"]  # the audience it was asked for
