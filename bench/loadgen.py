@@ -79,6 +79,7 @@ def build_request(host: str, path: str, spec: dict[str, Any], request_id: Any = 
     name_param = _NAME_PARAMS.get(method)
     if name_param and isinstance(params.get(name_param), str):
         lines.append(f"Mcp-Name: {params[name_param]}")  # ids and tool names here are plain ASCII
+    lines += [f"{name}: {value}" for name, value in _job_headers.items()]
     lines.append(f"Content-Length: {len(body)}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
@@ -490,6 +491,9 @@ JOBS = {
 }
 
 
+_job_headers: dict[str, str] = {}  # e.g. Authorization: one job runs at a time, every request of it sends them
+
+
 async def serve() -> None:
     loop = asyncio.get_running_loop()
     while True:
@@ -497,6 +501,8 @@ async def serve() -> None:
         if not line:
             return
         job = json.loads(line)
+        _job_headers.clear()
+        _job_headers.update(job.get("headers") or {})
         try:
             result = await JOBS[job["kind"]](job)
         except Exception as exc:  # reported to the harness, which records it in the results

@@ -282,6 +282,27 @@ def goals(
             )
         ],
     )
+    # 4b. sign-in: the same endpoint behind BearerAuth (a personal token on every request) / without
+    goal(
+        "sign-in costs little",
+        "≥ 0.9×",
+        [
+            ratio_part(f"{_short(t)} auth / {_short(t)}, {scenario} (req/s)", scenario, f"{t} auth", t, 0.9, stored)
+            for t in ("django_mcp uvicorn sqlite", "django_mcp uvicorn pg")
+            for scenario, stored in (("tools/call", None), ("tasks/get", small))
+        ]
+        + [
+            ratio_part(
+                "daphne sqlite auth / daphne sqlite, tasks/get (req/s)",
+                "tasks/get",
+                "django_mcp daphne sqlite auth",
+                "django_mcp daphne sqlite",
+                0.9,
+                small,
+                reference=True,
+            )
+        ],
+    )
     # 5. a finished task seen on a listen stream (lowest concurrency measured: 1 in a full run)
     parts = []
     for target in (

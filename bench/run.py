@@ -119,6 +119,7 @@ class Target:
     venv: str
     scenarios: tuple[str, ...]
     path: str = "/mcp/"
+    auth: bool = False  # every request sends a personal token (the endpoint is guarded by BearerAuth)
 
     @property
     def pg(self) -> bool:
@@ -127,11 +128,16 @@ class Target:
 
 def all_targets() -> list[Target]:
     dj = ("call", "get", "create", "e2e")
+    signed = ("call", "get")
     return [
         Target("django_mcp daphne sqlite", "dj", "daphne", "sqlite", "harness", dj),
         Target("django_mcp uvicorn sqlite", "dj", "uvicorn", "sqlite", "harness", dj),
         Target("django_mcp daphne pg", "dj", "daphne", "postgres", "harness", dj),
         Target("django_mcp uvicorn pg", "dj", "uvicorn", "postgres", "harness", dj),
+        # The same endpoint guarded by BearerAuth, each request with a personal token (one indexed query).
+        Target("django_mcp daphne sqlite auth", "dj", "daphne", "sqlite", "harness", signed, "/mcp-auth/", True),
+        Target("django_mcp uvicorn sqlite auth", "dj", "uvicorn", "sqlite", "harness", signed, "/mcp-auth/", True),
+        Target("django_mcp uvicorn pg auth", "dj", "uvicorn", "postgres", "harness", signed, "/mcp-auth/", True),
         Target("floor daphne", "floor", "daphne", "-", "harness", ("get",), "/floor/"),
         Target("floor uvicorn", "floor", "uvicorn", "-", "harness", ("get",), "/floor/"),
         Target("fastmcp memory", "fastmcp", "uvicorn", "memory", "fastmcp", ("call", "create", "get", "e2e")),
@@ -495,6 +501,7 @@ class Bench:
         self.pin = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
         self.records: list[dict[str, Any]] = []
         self.notes: list[str] = []
+        self.tokens: dict[str, str] = {}  # target name -> its personal token (auth targets)
         # Before each block, with none of this run's processes busy, the cores the rest of the machine
         # keeps busy; above QUIET_CORES the block waits (at most QUIET_WAIT_S, QUIET_BUDGET_S in all).
         self.others_busy: float | None = None
@@ -597,7 +604,7 @@ class Bench:
                 "-m",
                 "bench.seed",
                 *command,
-                *(["--out", str(out)] if command[0] in ("reset", "pgstats") else []),
+                *(["--out", str(out)] if command[0] in ("reset", "pgstats", "token") else []),
             ],
             cwd=self.src,
             env=self.env_for(target),
@@ -607,7 +614,7 @@ class Bench:
         )
         if run.returncode != 0:
             raise RuntimeError(f"seed {' '.join(command)} failed: {run.stderr[-1500:]}")
-        if command[0] not in ("reset", "pgstats"):
+        if command[0] not in ("reset", "pgstats", "token"):
             return {}
         data = json.loads(out.read_text())
         out.unlink()
@@ -629,7 +636,10 @@ class Bench:
         return result
 
     def base_job(self, server: Server, path: str | None = None) -> dict[str, Any]:
-        return {"host": HOST, "port": server.port, "path": path or server.target.path}
+        job: dict[str, Any] = {"host": HOST, "port": server.port, "path": path or server.target.path}
+        if server.target.auth:
+            job["headers"] = {"Authorization": f"Bearer {self.tokens[server.target.name]}"}
+        return job
 
     def record(
         self,
@@ -756,6 +766,8 @@ class Bench:
                 "BENCH_DOCKET_URL": "memory://" if target.store == "memory" else DOCKET_REDIS_URL,
                 "BENCH_DOCKET_NAME": docket_name,
             }
+        if target.auth:  # before the server starts: its readiness probe signs in too
+            self.tokens[target.name] = self.seed(target, ["token"])["token"]
         server = self.start(target, extra)
         try:
             ids: list[str] = []

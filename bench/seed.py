@@ -158,6 +158,17 @@ def redis_clean(url: str, prefix: str) -> int:
     return removed
 
 
+def token() -> dict:
+    """A personal token of the user ``bench`` (the authenticated targets' caller)."""
+    from django.contrib.auth.models import User
+
+    from django_mcp.models import PersonalToken
+
+    user, _ = User.objects.get_or_create(username="bench")
+    _, issued = PersonalToken.issue(user, "bench")
+    return {"token": issued}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -168,6 +179,7 @@ def main() -> None:
     r.add_argument("--sample", type=int, default=1000)
     r.add_argument("--out", required=True)
     sub.add_parser("pgstats").add_argument("--out", required=True)
+    sub.add_parser("token").add_argument("--out", required=True)
     c = sub.add_parser("redis-clean")
     c.add_argument("--url", required=True)
     c.add_argument("--prefix", required=True)
@@ -181,6 +193,9 @@ def main() -> None:
     if args.command == "pgstats":
         with open(args.out, "w") as fh:
             json.dump(pgstats(), fh)
+    if args.command == "token":
+        with open(args.out, "w") as fh:
+            json.dump(token(), fh)
     if args.command == "reset":
         result = reset(args.tasks, args.sample)
         with open(args.out, "w") as fh:

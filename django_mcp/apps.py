@@ -11,9 +11,11 @@ class DjangoMcpConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the core's system checks)
+        from .auth import cache as auth_cache
         from .auth import checks as auth_checks  # noqa: F401  (sign-in's checks and OAUTH_* settings)
         from .tasks import checks as task_checks  # noqa: F401  (the tasks extension's checks and settings)
 
+        auth_cache.watch()
         _watch_autoreloader()
 
 

@@ -182,7 +182,7 @@ def check_servers(
 ) -> list[CheckMessage]:
     """E006: a tool option no extension of its server understands (or a bad value); plus each extension's checks."""
     messages: list[CheckMessage] = []
-    for server in _built_servers():
+    for server in built_servers():
         tools = list(server.tools)
         claimed = {
             name: validator for plugin in server.extension_plugins for name, validator in plugin.tool_options.items()
@@ -214,7 +214,7 @@ def check_servers(
     return messages
 
 
-def _built_servers() -> list[McpServer]:
+def built_servers() -> list[McpServer]:
     """The servers the URLconf builds (none if it cannot be imported: Django's own URL checks say why)."""
     from django.urls import get_resolver
 
@@ -236,7 +236,7 @@ def check_endpoint_paths(
     from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
     messages: list[CheckMessage] = []
-    for server in _built_servers():
+    for server in built_servers():
         try:
             path = reverse(f"{server.urls_namespace}:mcp_post")
         except NoReverseMatch:  # not mounted (or under a route with parameters)

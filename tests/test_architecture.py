@@ -61,6 +61,19 @@ def test_the_dispatch_core_never_imports_the_view_or_the_glue(path):
     assert not crossing, f"{path.name} imports {sorted(crossing)}"
 
 
+@pytest.mark.parametrize("path", [*modules_in("protocol"), *modules_in("server")], ids=lambda p: p.name)
+def test_the_protocol_and_the_dispatch_core_never_import_sign_in(path):
+    # Scopes reach the core as a duck type (a principal's ``scopes`` and ``insufficient_scope``).
+    crossing = {m for m in imported_modules(path) if m.startswith("django_mcp.auth")}
+    assert not crossing, f"{path.name} imports {sorted(crossing)}"
+
+
+@pytest.mark.parametrize("path", modules_in("auth"), ids=lambda p: p.name)
+def test_sign_in_never_imports_the_tasks_room_or_the_view(path):
+    crossing = {m for m in imported_modules(path) if m.startswith(("django_mcp.tasks", "django_mcp.views"))}
+    assert not crossing, f"{path.name} imports {sorted(crossing)}"
+
+
 def test_only_the_glue_files_name_the_tasks_room():
     naming = set()
     for path in PACKAGE.rglob("*.py"):

@@ -25,7 +25,7 @@ def ids(messages):
 
 
 def only(*servers):
-    return mock.patch("django_mcp.auth.checks._built_servers", return_value=list(servers))
+    return mock.patch("django_mcp.auth.checks.built_servers", return_value=list(servers))
 
 
 @override_settings(DEBUG=False)

@@ -248,3 +248,56 @@ async def test_the_token_is_never_stored_in_a_task_row(async_client, alice):
     await post(async_client, body, path=PATH, headers={"Authorization": "Bearer tok-" + "a" * 30})
     rows = [row async for row in Task.objects.values()]
     assert rows and not any("tok-" in json.dumps(row, default=str) for row in rows)
+
+
+async def test_a_known_token_is_verified_once_until_it_is_revoked_or_its_user_changes(async_client, alice):
+    from unittest import mock
+
+    from django_mcp.auth import PersonalTokenVerifier
+
+    row, token = await sync_to_async(PersonalToken.issue)(alice, "cached")
+    real = PersonalTokenVerifier.verify
+    with mock.patch.object(PersonalTokenVerifier, "verify", autospec=True, side_effect=real) as verify:
+        assert (await _post(async_client, token=token)).status_code == 200
+        assert (await _post(async_client, token=token)).status_code == 200
+        assert verify.call_count == 1  # the second request: no lookup
+        alice.first_name = "Alice"  # saving the user (permissions, is_active) forgets every verified token
+        await sync_to_async(alice.save)()
+        assert (await _post(async_client, token=token)).status_code == 200
+        assert verify.call_count == 2
+        await sync_to_async(row.revoke)()
+        assert (await _post(async_client, token=token)).status_code == 401
+
+
+@override_settings(DJANGO_MCP={"OAUTH_TOKEN_CACHE_SECONDS": 0})
+async def test_with_no_cache_every_request_verifies(async_client, alice):
+    from unittest import mock
+
+    from django_mcp.auth import PersonalTokenVerifier
+
+    _, token = await sync_to_async(PersonalToken.issue)(alice, "uncached")
+    real = PersonalTokenVerifier.verify
+    with mock.patch.object(PersonalTokenVerifier, "verify", autospec=True, side_effect=real) as verify:
+        for _ in range(3):
+            assert (await _post(async_client, token=token)).status_code == 200
+    assert verify.call_count == 3
+
+
+async def test_a_remembered_user_is_a_copy_of_its_own_per_request(async_client, alice):
+    _, token = await sync_to_async(PersonalToken.issue)(alice, "copies")
+    seen = []
+    from tests.oauth import oauth_tools
+
+    @oauth_tools.register(name="touch_user")
+    def touch_user(request):
+        seen.append((request.user, request.user.first_name))
+        request.user.first_name = "changed by a tool"
+        return "ok"
+
+    try:
+        for _ in range(2):
+            await _post(async_client, "tools/call", {"name": "touch_user"}, token=token)
+    finally:
+        oauth_tools.unregister("touch_user")
+    (first, _), (second, name_seen) = seen
+    assert first is not second and name_seen == ""

@@ -164,4 +164,6 @@ def test_an_authorization_without_scope_gets_the_default_scopes_and_a_token_for_
     assert "offline_access" not in token["scope"]
     from oauth2_provider.models import AccessToken
 
-    assert AccessToken.objects.get(user=user).resource == ["http://testserver/mcp-oauth"]  # the audience it was asked for
+    assert AccessToken.objects.get(user=user).resource == [
+        "http://testserver/mcp-oauth"
+    ]  # the audience it was asked for

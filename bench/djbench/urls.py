@@ -1,4 +1,5 @@
-"""``/mcp/``: the django_mcp bench server. ``/floor/``: a bare async view answering fixed bytes.
+"""``/mcp/``: the django_mcp bench server; ``/mcp-auth/``: the same behind ``BearerAuth``.
+``/floor/``: a bare async view answering fixed bytes.
 
 ``/bench/queries/``: how many SQL statements this process sent (only counted with ``BENCH_COUNT_QUERIES=1``).
 """
@@ -12,22 +13,29 @@ from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
 
 from django_mcp import McpServer
+from django_mcp.auth import BearerAuth, PersonalTokenVerifier
 from django_mcp.tasks import McpTasks
 
 from .querycount import queries
 from .tools import tools
 
-server = McpServer(
+
+def _tasks() -> McpTasks:
+    return McpTasks(
+        max_tasks=2_000_000,
+        max_tasks_per_owner=None,  # the load generator is one caller, and the 1M phase one owner's rows
+        ttl_seconds=3600,
+        poll_interval_seconds=int(os.environ.get("BENCH_POLL_MS", "100")) / 1000,
+    )
+
+
+server = McpServer(tools=tools, extension_plugins=[_tasks()], urls_namespace="bench_mcp")
+# The same tools behind sign-in: every request brings a personal token (the auth targets).
+signed_in_server = McpServer(
     tools=tools,
-    extension_plugins=[
-        McpTasks(
-            max_tasks=2_000_000,
-            max_tasks_per_owner=None,  # the load generator is one caller, and the 1M phase one owner's rows
-            ttl_seconds=3600,
-            poll_interval_seconds=int(os.environ.get("BENCH_POLL_MS", "100")) / 1000,
-        )
-    ],
-    urls_namespace="bench_mcp",
+    extension_plugins=[_tasks()],
+    auth=BearerAuth(verifiers=[PersonalTokenVerifier()]),
+    urls_namespace="bench_mcp_auth",
 )
 
 # The bytes django_mcp answers to tasks/get for a completed bench task (same length and shape).
@@ -47,6 +55,7 @@ async def floor(request: HttpRequest) -> HttpResponse:
 
 urlpatterns = [
     path("mcp/", server.urls),
+    path("mcp-auth/", signed_in_server.urls),
     path("floor/", floor),
     path("bench/queries/", queries),  # the SQL statements this process sent (BENCH_COUNT_QUERIES=1)
 ]

@@ -7,10 +7,12 @@ from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from asgiref.sync import sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from ..protocol.errors import INVALID_REQUEST, McpJsonRpcError
+from . import cache
 from .conf import AuthSettings, get_auth_settings
 from .resource import covers, metadata_url, resource_url
 from .tokens import InvalidToken, TokenVerifier, VerifiedToken
@@ -67,7 +69,7 @@ class BearerAuth:
             built = self._built = (settings, tuple(_verifier(v) for v in configured))
         return built[1]
 
-    def __call__(self, request: HttpRequest) -> VerifiedToken | None:
+    async def __call__(self, request: HttpRequest) -> VerifiedToken | None:
         if "access_token" in request.GET:
             # RFC 9700 / MCP: a token in the URL leaks into logs and Referer headers; never accept one.
             raise InvalidToken("Send the access token in the Authorization header, never in the query string")
@@ -76,13 +78,21 @@ class BearerAuth:
             return None  # no credentials: the 401 without an error code
         scheme, _, token = header.strip().partition(" ")
         token = token.strip()
+        settings = get_auth_settings()
         if scheme.lower() != "bearer" or not token or any(c.isspace() for c in token):
             raise InvalidToken("The Authorization header must be 'Bearer <token>'")
-        if len(token) > get_auth_settings().OAUTH_MAX_TOKEN_CHARS:
+        if len(token) > settings.OAUTH_MAX_TOKEN_CHARS:
             raise InvalidToken("The access token is too long")
-        return self.authenticate(request, token)
+        key = cache.key_of(token)
+        verified = cache.recall(key)
+        if verified is None:
+            # The verifiers may query the database or fetch keys: in the request's worker thread.
+            verified = await sync_to_async(self.verify)(request, token)
+            cache.remember(key, verified, settings.OAUTH_TOKEN_CACHE_SECONDS)
+        return self._admit(request, verified)
 
-    def authenticate(self, request: HttpRequest, token: str) -> VerifiedToken:
+    def verify(self, request: HttpRequest, token: str) -> VerifiedToken:
+        """The first verifier's answer for ``token``, with its user checked (a worker thread's work)."""
         for verifier in self.verifiers:
             verified = verifier.verify(token, request)
             if verified is not None:
@@ -92,12 +102,20 @@ class BearerAuth:
         user = verified.user
         if user is None or not getattr(user, "is_active", False):
             raise InvalidToken("The access token acts for no active user")
+        return verified
+
+    def _admit(self, request: HttpRequest, verified: VerifiedToken) -> VerifiedToken:
+        """The checks that depend on this endpoint and this request: audience and scopes; then the identity."""
         resource = self.resource(request)
         if verified.audiences is not None and not any(covers(aud, resource) for aud in verified.audiences):
-            raise InvalidToken("The access token was issued for another resource")
-        missing = set(self.scopes) - verified.scopes
-        if missing:
+            raise InvalidToken(
+                "The access token names no resource (RFC 8707): ask for one for this endpoint"
+                if not verified.audiences
+                else "The access token was issued for another resource"
+            )
+        if not set(self.scopes) <= verified.scopes:
             raise self.insufficient_scope(request, ())
+        user = verified.user
         request.user = user
 
         async def auser() -> Any:

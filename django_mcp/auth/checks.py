@@ -16,7 +16,7 @@ from django.core import checks
 from django.core.checks import CheckMessage, Error, Tags, register
 from django.urls import NoReverseMatch, reverse
 
-from ..checks import _built_servers
+from ..checks import built_servers
 from ..conf import SETTINGS_NAME
 from .bearer import BearerAuth
 from .conf import get_auth_settings
@@ -39,7 +39,7 @@ def check_endpoint_auth(
             obj=server,
             id="django_mcp.E010",
         )
-        for server in _built_servers()
+        for server in built_servers()
         if server.auth is None
     ]
 
@@ -97,7 +97,7 @@ def check_resource_metadata(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """E015: an endpoint takes bearer tokens, but clients cannot discover who issues them."""
-    if not any(isinstance(server.auth, BearerAuth) for server in _built_servers()):
+    if not any(isinstance(server.auth, BearerAuth) for server in built_servers()):
         return []
     if _mounted("django_mcp_protected_resource"):
         return []
@@ -117,7 +117,7 @@ def check_canonical_url(
 ) -> list[CheckMessage]:
     """E016: tokens bound to a plain-http URL outside DEBUG; W016: the canonical URL taken from requests
     with nothing telling Django the scheme behind a proxy (every audience check would then fail)."""
-    if settings.DEBUG or not any(isinstance(server.auth, BearerAuth) for server in _built_servers()):
+    if settings.DEBUG or not any(isinstance(server.auth, BearerAuth) for server in built_servers()):
         return []
     configured = get_auth_settings().OAUTH_RESOURCE_URL
     if configured is not None and configured.startswith("http://"):

@@ -47,6 +47,9 @@ class AuthSettings(BaseModel):
     """Dotted paths of ``TokenVerifier`` classes, asked in turn; None: personal tokens, then
     django-oauth-toolkit's tokens if it is installed, then JWTs if ``OAUTH_JWT`` is set."""
     OAUTH_JWT: JwtSettings | None = None
+    OAUTH_TOKEN_CACHE_SECONDS: float = Field(default=10, ge=0)
+    """How long a process remembers a verified token (no query, no thread hop while it does); a token
+    revoked or a user changed elsewhere is refused here at most this late. 0: verify every request."""
     OAUTH_MAX_TOKEN_CHARS: int = Field(default=4096, ge=64)
     """Longer bearer tokens are refused before any verifier sees them."""
     OAUTH_USER_FOR_CLAIMS: str = Field(default="django_mcp.auth.user_for_claims", min_length=1)
