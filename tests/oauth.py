@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from django_mcp import McpRequest, McpServer, ToolRegistry
+from django_mcp import McpRequest, McpServer, PromptRegistry, ResourceRegistry, ToolRegistry
 from django_mcp.auth import BearerAuth
 from django_mcp.tasks import McpTasks
 
@@ -46,8 +46,34 @@ async def render(request: McpRequest, scene: str, frames: int = 1) -> str:
     return f"Rendered {scene!r} ({frames} frames)."
 
 
+oauth_prompts = PromptRegistry(name="oauth")
+oauth_resources = ResourceRegistry(name="oauth")
+
+
+@oauth_prompts.register(permissions=["auth.view_user"], complete={"who": lambda request, value, known: ["alice"]})
+def user_report(request: McpRequest, who: str) -> str:
+    return f"Report on {who}"
+
+
+@oauth_prompts.register
+def greeting(request: McpRequest) -> str:
+    return "Hello"
+
+
+@oauth_resources.register("users://count", permissions=["auth.view_user"])
+def user_count(request: McpRequest) -> str:
+    return "1"
+
+
+@oauth_resources.register("users://{name}", permissions=["auth.view_user"])
+def user_by_name(request: McpRequest, name: str) -> str:
+    return name
+
+
 oauth_server = McpServer(
     tools=oauth_tools,
+    prompts=oauth_prompts,
+    resources=oauth_resources,
     auth=BearerAuth(),
     extension_plugins=[McpTasks(ttl_seconds=60, poll_interval_seconds=0.1)],
     urls_namespace="mcp_oauth",

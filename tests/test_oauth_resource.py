@@ -301,3 +301,94 @@ async def test_a_remembered_user_is_a_copy_of_its_own_per_request(async_client, 
         oauth_tools.unregister("touch_user")
     (first, _), (second, name_seen) = seen
     assert first is not second and name_seen == ""
+
+
+async def test_prompts_and_resources_with_permissions_follow_the_same_rule(async_client, alice):
+    await sync_to_async(_token)(alice)
+    token = "tok-" + "a" * 30
+
+    async def rpc(method, params=None):
+        return json.loads((await _post(async_client, method, params, token=token)).content)
+
+    async def hidden_everywhere():
+        assert [p["name"] for p in (await rpc("prompts/list"))["result"]["prompts"]] == ["greeting"]
+        assert (await rpc("resources/list"))["result"]["resources"] == []
+        assert (await rpc("resources/templates/list"))["result"]["resourceTemplates"] == []
+        unknown = await rpc("prompts/get", {"name": "user_report", "arguments": {"who": "x"}})
+        assert unknown["error"]["message"] == "Unknown prompt: user_report"
+        missing = await rpc("resources/read", {"uri": "users://count"})
+        assert missing["error"]["message"] == "Resource not found: users://count"
+        missing = await rpc("resources/read", {"uri": "users://bob"})
+        assert missing["error"]["message"] == "Resource not found: users://bob"
+        ref = {"ref": {"type": "ref/prompt", "name": "user_report"}, "argument": {"name": "who", "value": "a"}}
+        assert (await rpc("completion/complete", ref))["error"]["code"] == -32602
+
+    await hidden_everywhere()
+    await sync_to_async(alice.user_permissions.add)(await Permission.objects.aget(codename="view_user"))
+    listed = await rpc("prompts/list")
+    assert [p["name"] for p in listed["result"]["prompts"]] == ["user_report", "greeting"]
+    assert listed["result"]["cacheScope"] == "private"
+    assert (await rpc("prompts/get", {"name": "user_report", "arguments": {"who": "x"}}))["result"]["messages"]
+    assert (await rpc("resources/read", {"uri": "users://count"}))["result"]["contents"][0]["text"] == "1"
+    assert (await rpc("resources/read", {"uri": "users://bob"}))["result"]["contents"][0]["text"] == "bob"
+    ref = {"ref": {"type": "ref/prompt", "name": "user_report"}, "argument": {"name": "who", "value": "a"}}
+    assert (await rpc("completion/complete", ref))["result"]["completion"]["values"] == ["alice"]
+
+
+def test_bad_permissions_and_scopes_are_definition_errors():
+    from django_mcp import DefinitionError, PromptRegistry, ResourceRegistry, ToolRegistry
+
+    with pytest.raises(DefinitionError, match="not permissions of the form"):
+        ToolRegistry().register(lambda request: 1, name="t", permissions=["view_user"])
+    with pytest.raises(DefinitionError, match="not OAuth scope tokens"):
+        ToolRegistry().register(lambda request: 1, name="t", scopes=["has space"])
+    with pytest.raises(DefinitionError, match="a list of strings, not one string"):
+        ToolRegistry().register(lambda request: 1, name="t", scopes="mcp")
+    with pytest.raises(DefinitionError, match="Prompt 'p'"):
+        PromptRegistry().register(lambda request: "x", name="p", permissions=["nope"])
+    with pytest.raises(DefinitionError, match="Resource 'r://x'"):
+        ResourceRegistry().register("r://x", lambda request: "x", permissions=["nope"])
+
+
+class _Introspection:
+    """A remote authorization server's RFC 7662 endpoint, as django-oauth-toolkit's requests.post sees it."""
+
+    def __init__(self, answers):
+        self.answers, self.calls = answers, []
+
+    def post(self, url, data=None, headers=None):
+        from unittest import mock
+
+        self.calls.append((url, data, headers))
+        answer = self.answers.get(data["token"], {"active": False})
+        return mock.Mock(status_code=200, reason="OK", json=lambda: answer)
+
+
+@pytest.mark.parametrize(
+    ("answer", "status"),
+    [
+        ({"active": True, "username": "alice", "scope": "mcp", "aud": RESOURCE}, 200),
+        ({"active": True, "username": "alice", "scope": "mcp", "aud": "https://other.example/mcp"}, 401),
+        ({"active": True, "username": "alice", "scope": "openid", "aud": RESOURCE}, 403),
+        ({"active": True, "scope": "mcp", "aud": RESOURCE}, 401),  # no username: acts for nobody
+        ({"active": False}, 401),
+    ],
+)
+async def test_a_remote_authorization_servers_token_by_introspection(async_client, alice, settings, answer, status):
+    from unittest import mock
+
+    settings.OAUTH2_PROVIDER = {
+        **settings.OAUTH2_PROVIDER,
+        "RESOURCE_SERVER_INTROSPECTION_URL": "https://as.example.com/introspect/",
+        "RESOURCE_SERVER_INTROSPECTION_CREDENTIALS": ("rs-client", "rs-secret"),
+        "RESOURCE_SERVER_TOKEN_CACHING_SECONDS": 60,
+    }
+    remote = _Introspection({"remote-token-1": {**answer, "exp": int(timezone.now().timestamp()) + 600}})
+    with mock.patch("oauth2_provider.oauth2_validators.requests.post", remote.post):
+        response = await _post(async_client, "tools/call", {"name": "whoami"}, token="remote-token-1")
+        assert response.status_code == status, response.content
+        if status == 200:
+            assert json.loads(response.content)["result"]["content"][0]["text"] == "alice"
+            await _post(async_client, "tools/call", {"name": "whoami"}, token="remote-token-1")
+            assert len(remote.calls) == 1  # then known: cached (here, and in django-oauth-toolkit's table)
+    assert remote.calls[0][0] == "https://as.example.com/introspect/" and "Basic" in remote.calls[0][2]["Authorization"]

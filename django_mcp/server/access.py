@@ -1,23 +1,32 @@
 """Who may see and call what: Django permissions and OAuth scopes, the same rule for listing and calling.
 
-The rule: a tool whose Django permissions the user lacks is not listed, and calling it answers
-exactly as for a tool that does not exist (nothing more is revealed). A tool whose OAuth scopes
-the token lacks is listed, and calling it answers 403 ``insufficient_scope`` naming every scope
-the call needs, so the client can step up once. Scopes bind bearer tokens only: a principal with
-no scopes (a session user, another ninja auth) is judged by permissions alone.
+The rule: a tool (prompt, resource) whose Django permissions the user lacks is not listed, and
+calling (getting, reading) it answers exactly as for one that does not exist (nothing more is
+revealed). A tool whose OAuth scopes the token lacks is listed, and calling it answers 403
+``insufficient_scope`` naming every scope the call needs, so the client can step up once. Scopes
+bind bearer tokens only: a principal with no scopes (a session user, another ninja auth) is
+judged by permissions alone.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from asgiref.sync import sync_to_async
 
 from .context import McpRequest
 
 logger = logging.getLogger("django_mcp")
+
+
+class _Guarded(Protocol):
+    @property
+    def permissions(self) -> tuple[str, ...]: ...
+
+
+T = TypeVar("T", bound=_Guarded)
 
 
 async def permitted(request: McpRequest, permissions: Iterable[str]) -> bool:
@@ -32,6 +41,11 @@ async def permitted(request: McpRequest, permissions: Iterable[str]) -> bool:
     if check is not None:
         return bool(await check(wanted))
     return bool(await sync_to_async(user.has_perms)(wanted))
+
+
+async def visible(request: McpRequest, items: list[T]) -> list[T]:
+    """The items (tools, prompts, resources) whose ``permissions`` the request's user holds."""
+    return [item for item in items if not item.permissions or await permitted(request, item.permissions)]
 
 
 def require_scopes(request: McpRequest, scopes: Iterable[str]) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import invalid_params
+from .access import visible
 from .context import McpRequest
 from .handlers import run_handler
 from .params import CompleteParams
@@ -24,12 +25,12 @@ async def complete(context: ServerContext, request: McpRequest, params: Complete
     completers: Mapping[str, Any]
     if ref.type == "ref/prompt":
         found_prompt = context.prompts.get(ref.name or "")
-        if found_prompt is None:
+        if found_prompt is None or not await visible(request, [found_prompt]):
             raise invalid_params(f"Unknown prompt: {ref.name}", {"ref": reference})
         completers = found_prompt.completers
     else:
         found = context.resources.get(ref.uri or "")
-        if not isinstance(found, ResourceTemplate):
+        if not isinstance(found, ResourceTemplate) or not await visible(request, [found]):
             raise invalid_params(f"Unknown resource template: {ref.uri}", {"ref": reference})
         completers = found.completers
     completer = completers.get(params.argument.name)

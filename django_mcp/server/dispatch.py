@@ -68,10 +68,17 @@ class ServerContext:
         """``ttlMs`` and ``cacheScope`` for a cacheable result."""
         return {"ttlMs": round(self.options.cache_ttl_seconds * 1000), "cacheScope": self.options.cache_scope}
 
-    def page(self, params: ListParams, key: str, items: list[dict[str, Any]]) -> dict[str, Any]:
-        """One page of a list result (``cursor`` in, ``nextCursor`` out) with its caching hints."""
+    def page(
+        self, params: ListParams, key: str, items: list[dict[str, Any]], *, per_user: bool = False
+    ) -> dict[str, Any]:
+        """One page of a list result (``cursor`` in, ``nextCursor`` out) with its caching hints.
+
+        ``per_user``: the list depends on who asks (permissions), so no cache may share it.
+        """
         page, next_cursor = paginate(items, params.cursor, self.options.page_size)
         result: dict[str, Any] = {key: page, **self.cache_hints()}
+        if per_user:
+            result["cacheScope"] = "private"
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
         return result

@@ -9,7 +9,7 @@ from typing import Any, TypedDict, TypeVar, Unpack, overload
 
 from ..protocol.errors import invalid_params
 from ..protocol.jsonrpc import compact
-from .definitions import DefinitionError
+from .definitions import PERMISSION, DefinitionError, checked_names
 from .handlers import first_parameter_takes_request
 from .registry import Registry
 from .tools import TOOL_NAME
@@ -46,6 +46,8 @@ class Prompt:
     icons: tuple[Mapping[str, Any], ...] = ()
     meta: Mapping[str, Any] | None = None
     completers: Mapping[str, Completer] = field(default_factory=dict)
+    permissions: tuple[str, ...] = ()
+    """Django permissions the user needs to see and get it."""
 
     def to_wire(self) -> dict[str, Any]:
         return compact(
@@ -90,6 +92,7 @@ class PromptOptions(TypedDict, total=False):
     icons: list[Mapping[str, Any]]
     meta: Mapping[str, Any]
     complete: Mapping[str, Completer]
+    permissions: list[str]
 
 
 def build_prompt(handler: Callable[..., Any], **options: Unpack[PromptOptions]) -> Prompt:
@@ -119,6 +122,9 @@ def build_prompt(handler: Callable[..., Any], **options: Unpack[PromptOptions]) 
         icons=tuple(options.get("icons", ())),
         meta=options.get("meta"),
         completers=completers,
+        permissions=tuple(
+            sorted(checked_names(f"Prompt {name!r}", "permissions", options.get("permissions", ()), PERMISSION))
+        ),
     )
 
 

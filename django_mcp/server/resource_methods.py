@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import invalid_params
+from .access import log_refusal, visible
 from .context import McpRequest
 from .handlers import run_handler
 from .params import ListParams, ReadResourceParams
@@ -15,19 +16,27 @@ if TYPE_CHECKING:
 
 
 async def list_resources(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:
-    """``resources/list``: one page of static resources."""
-    return context.page(params, "resources", [r.to_wire() for r in context.resources.static()])
+    """``resources/list``: one page of the static resources the user may read."""
+    every = context.resources.static()
+    shown = await visible(request, every)
+    return context.page(params, "resources", [r.to_wire() for r in shown], per_user=any(r.permissions for r in every))
 
 
 async def list_resource_templates(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:
-    """``resources/templates/list``: one page of URI templates."""
-    return context.page(params, "resourceTemplates", [t.to_wire() for t in context.resources.templates()])
+    """``resources/templates/list``: one page of the URI templates the user may read."""
+    every = context.resources.templates()
+    shown = await visible(request, every)
+    wire = [t.to_wire() for t in shown]
+    return context.page(params, "resourceTemplates", wire, per_user=any(r.permissions for r in every))
 
 
 async def read_resource(context: ServerContext, request: McpRequest, params: ReadResourceParams) -> dict[str, Any]:
     """``resources/read``: the static resource, else the first matching template; -32602 with ``data.uri`` if none."""
     uri = params.uri
     found = context.resources.resolve(uri)
+    if found is not None and not await visible(request, [found[0]]):
+        log_refusal(request, "resource", uri)
+        found = None  # answered as for a resource that does not exist
     if found is None:
         raise invalid_params(f"Resource not found: {uri}", {"uri": uri})
     item, variables = found

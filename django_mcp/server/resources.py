@@ -12,7 +12,7 @@ from typing import Any, TypedDict, TypeVar, Unpack, overload
 from urllib.parse import unquote
 
 from ..protocol.jsonrpc import compact
-from .definitions import DefinitionError
+from .definitions import PERMISSION, DefinitionError, checked_names
 from .handlers import first_parameter_takes_request
 from .prompts import Completer
 from .registry import Registry
@@ -31,6 +31,8 @@ class _Described:
     annotations: Mapping[str, Any] | None = None
     icons: tuple[Mapping[str, Any], ...] = ()
     meta: Mapping[str, Any] | None = None
+    permissions: tuple[str, ...] = ()
+    """Django permissions the user needs to see and read it."""
 
     def _wire(self, address: dict[str, Any]) -> dict[str, Any]:
         return compact(
@@ -118,6 +120,7 @@ class ResourceOptions(TypedDict, total=False):
     icons: list[Mapping[str, Any]]
     meta: Mapping[str, Any]
     complete: Mapping[str, Completer]
+    permissions: list[str]
 
 
 class ResourceRegistry(Registry[Resource | ResourceTemplate]):
@@ -177,6 +180,9 @@ def _build(uri: str, handler: Callable[..., Any], options: ResourceOptions) -> R
         "annotations": options.get("annotations"),
         "icons": tuple(options.get("icons", ())),
         "meta": options.get("meta"),
+        "permissions": tuple(
+            sorted(checked_names(f"Resource {uri!r}", "permissions", options.get("permissions", ()), PERMISSION))
+        ),
     }
     completers = dict(options.get("complete", {}))
     if not _VARIABLE.search(uri):

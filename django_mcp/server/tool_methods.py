@@ -12,7 +12,7 @@ from django.db import InterfaceError, OperationalError
 
 from ..protocol.errors import McpJsonRpcError, invalid_params
 from ..protocol.headers import check_param_headers
-from .access import log_refusal, permitted, require_scopes
+from .access import log_refusal, require_scopes, visible
 from .context import McpRequest
 from .extensions import ExtensionResult, ProceedToolCall
 from .handlers import call_handler
@@ -28,25 +28,20 @@ if TYPE_CHECKING:
 
 async def list_tools(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:
     """``tools/list``: one page of tools, in registration order, with the extensions' metadata."""
-    entries, per_user = [], False
-    for tool in context.tools:
-        per_user = per_user or bool(tool.permissions)
-        if tool.permissions and not await permitted(request, tool.permissions):
-            continue
+    entries = []
+    shown = await visible(request, list(context.tools))
+    for tool in shown:
         wire = tool.to_wire()
         for plugin in context.plugins:
             plugin.decorate_tool(tool, wire)
         entries.append(wire)
-    page = context.page(params, "tools", entries)
-    if per_user:
-        page["cacheScope"] = "private"  # another user may see other tools: never share this answer
-    return page
+    return context.page(params, "tools", entries, per_user=any(tool.permissions for tool in context.tools))
 
 
 async def call_tool(context: ServerContext, request: McpRequest, params: CallToolParams) -> dict[str, Any]:
     """``tools/call``: routing headers, argument validation, the extensions' wrappers, then the handler."""
     tool = context.tools.get(params.name)
-    if tool is not None and tool.permissions and not await permitted(request, tool.permissions):
+    if tool is not None and not await visible(request, [tool]):
         log_refusal(request, "tool", tool.name)
         tool = None  # answered as for a tool that does not exist
     if tool is None:

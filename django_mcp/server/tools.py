@@ -19,12 +19,10 @@ from pydantic.json_schema import GenerateJsonSchema
 from ..protocol.errors import invalid_params
 from ..protocol.headers import ParamHeader, param_headers
 from ..protocol.jsonrpc import compact
-from .definitions import DefinitionError
+from .definitions import PERMISSION, SCOPE_TOKEN, DefinitionError, checked_names
 from .handlers import first_parameter_takes_request
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # used with fullmatch
-_SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # an RFC 6749 scope-token
-_PERMISSION = re.compile(r"[\w.-]+\.[\w-]+")  # "app_label.codename"
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
@@ -287,25 +285,14 @@ def build_tool(
             bool((annotations or {}).get("destructiveHint")) if single_use_state is None else single_use_state
         ),
         arguments_model=model,
-        scopes=_names(tool_name, "scopes", scopes, _SCOPE),
-        permissions=tuple(_names(tool_name, "permissions", permissions, _PERMISSION)),
+        scopes=checked_names(f"Tool {tool_name!r}", "scopes", scopes, SCOPE_TOKEN),
+        permissions=tuple(sorted(checked_names(f"Tool {tool_name!r}", "permissions", permissions, PERMISSION))),
     )
     try:
         tool.param_headers  # noqa: B018 - validate x-mcp-header annotations now, not per call
     except ValueError as exc:
         raise DefinitionError(f"Tool {tool_name!r}: {exc}") from None
     return tool
-
-
-def _names(tool_name: str, label: str, values: Iterable[str], pattern: re.Pattern[str]) -> frozenset[str]:
-    if isinstance(values, str):
-        raise DefinitionError(f"Tool {tool_name!r}: {label} must be a list of strings, not one string")
-    names = frozenset(values)
-    bad = sorted(v for v in names if not isinstance(v, str) or not pattern.fullmatch(v))
-    if bad:
-        kind = "OAuth scope tokens" if label == "scopes" else "permissions of the form 'app_label.codename'"
-        raise DefinitionError(f"Tool {tool_name!r}: {label} {bad} are not {kind}")
-    return names
 
 
 class _UntitledSchema(GenerateJsonSchema):
