@@ -392,3 +392,31 @@ async def test_a_remote_authorization_servers_token_by_introspection(async_clien
             await _post(async_client, "tools/call", {"name": "whoami"}, token="remote-token-1")
             assert len(remote.calls) == 1  # then known: cached (here, and in django-oauth-toolkit's table)
     assert remote.calls[0][0] == "https://as.example.com/introspect/" and "Basic" in remote.calls[0][2]["Authorization"]
+
+
+async def test_the_handshake_era_signs_in_and_steps_up_the_same_way(async_client, alice):
+    from tests.wire import initialize_body
+
+    await sync_to_async(_token)(alice)
+    auth = {"Authorization": "Bearer tok-" + "a" * 30}
+    hdrs = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+    async def send(body, session=None, token=True):
+        headers = {**hdrs, **(auth if token else {})}
+        if session:
+            headers.update({"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+        return await async_client.post(
+            PATH, data=json.dumps(body), content_type=headers.pop("Content-Type"), headers=headers
+        )
+
+    assert (await send(initialize_body("2025-11-25", {}, "legacy"), token=False)).status_code == 401
+    opened = await send(initialize_body("2025-11-25", {}, "legacy"))
+    session = opened["Mcp-Session-Id"]
+    await send({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "whoami"}}
+    assert json.loads((await send(call, session)).content)["result"]["content"][0]["text"] == "alice"
+    assert (await send(call, session, token=False)).status_code == 401  # every request brings its token
+    note = {**call, "params": {"name": "write_note", "arguments": {"text": "x"}}}
+    refused = await send(note, session)
+    assert refused.status_code == 403 and 'scope="mcp notes:write"' in refused["WWW-Authenticate"]
+    assert json.loads(refused.content)["id"] == 7
