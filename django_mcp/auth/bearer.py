@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -70,16 +69,16 @@ class BearerAuth:
         return built[1]
 
     async def __call__(self, request: HttpRequest) -> VerifiedToken | None:
-        if "access_token" in request.GET:
+        if "access_token" in request.META.get("QUERY_STRING", "") and "access_token" in request.GET:
             # RFC 9700 / MCP: a token in the URL leaks into logs and Referer headers; never accept one.
             raise InvalidToken("Send the access token in the Authorization header, never in the query string")
-        header = request.headers.get("Authorization")
+        header = request.META.get("HTTP_AUTHORIZATION")  # not request.headers: that copies every header
         if header is None:
             return None  # no credentials: the 401 without an error code
         scheme, _, token = header.strip().partition(" ")
         token = token.strip()
         settings = get_auth_settings()
-        if scheme.lower() != "bearer" or not token or any(c.isspace() for c in token):
+        if scheme.lower() != "bearer" or not token or token.split(maxsplit=1) != [token]:
             raise InvalidToken("The Authorization header must be 'Bearer <token>'")
         if len(token) > settings.OAUTH_MAX_TOKEN_CHARS:
             raise InvalidToken("The access token is too long")
@@ -106,23 +105,31 @@ class BearerAuth:
 
     def _admit(self, request: HttpRequest, verified: VerifiedToken) -> VerifiedToken:
         """The checks that depend on this endpoint and this request: audience and scopes; then the identity."""
-        resource = self.resource(request)
-        if verified.audiences is not None and not any(covers(aud, resource) for aud in verified.audiences):
+        audiences = verified.audiences
+        if audiences is not None and not any(covers(aud, self.resource(request)) for aud in audiences):
             raise InvalidToken(
                 "The access token names no resource (RFC 8707): ask for one for this endpoint"
-                if not verified.audiences
+                if not audiences
                 else "The access token was issued for another resource"
             )
         if not set(self.scopes) <= verified.scopes:
             raise self.insufficient_scope(request, ())
-        user = verified.user
+        user = cache.own_user(verified.user)
         request.user = user
 
         async def auser() -> Any:
             return user
 
         request.auser = auser  # what the view resolves the user from
-        return dataclasses.replace(verified, challenge=partial(self.insufficient_scope, request))
+        return VerifiedToken(  # this request's: its own user, its challenge
+            user,
+            verified.scopes,
+            audiences,
+            verified.expires_at,
+            verified.client_id,
+            verified.issuer,
+            partial(self.insufficient_scope, request),
+        )
 
     def challenge(
         self, request: HttpRequest, error: str | None = None, description: str | None = None, scopes: Iterable[str] = ()
