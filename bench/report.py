@@ -287,7 +287,15 @@ def goals(
         "sign-in costs little",
         "≥ 0.9×",
         [
-            ratio_part(f"{_short(t)} auth / {_short(t)}, {scenario} (req/s)", scenario, f"{t} auth", t, 0.9, stored)
+            ratio_part(
+                f"{_short(t)} auth / {_short(t)}, {scenario} (req/s)",
+                scenario,
+                f"{t} auth",
+                t,
+                0.9,
+                stored,
+                stored_theirs=stored,
+            )
             for t in ("django_mcp uvicorn sqlite", "django_mcp uvicorn pg")
             for scenario, stored in (("tools/call", None), ("tasks/get", small))
         ]
@@ -299,6 +307,7 @@ def goals(
                 "django_mcp daphne sqlite",
                 0.9,
                 small,
+                stored_theirs=small,
                 reference=True,
             )
         ],

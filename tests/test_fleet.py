@@ -151,6 +151,13 @@ async def test_a_worker_claims_runs_and_completes_the_task(async_client, tmp_pat
     assert await fleet.arun(result["taskId"], NAMESPACE) == "not run: completed"
 
 
+async def test_a_body_over_its_time_limit_fails_on_the_worker(async_client):
+    result = await create(async_client, "bounded")
+    assert await fleet.arun(result["taskId"], NAMESPACE) == "failed"
+    task = await get(async_client, result["taskId"])
+    assert task["status"] == "failed" and task["error"]["message"] == "Task timed out: it ran longer than 0.2 s"
+
+
 async def test_the_rebuilt_request_carries_user_capabilities_and_version(async_client, django_user_model):
     user = await django_user_model.objects.acreate(username="ada")
     await async_client.aforce_login(user)

@@ -3,13 +3,14 @@ from django.urls import include, path
 
 from django_mcp import mcp_path
 
-from . import oauth, servers, task_servers
+from . import oauth, servers, task_servers, timeouts
 
 # Each form of mounting an endpoint, each serving its route with and without the trailing slash.
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("django_mcp.auth.urls")),
     path("mcp-oauth", oauth.oauth_server.urls),
+    path("mcp-timeouts", timeouts.timeouts_server.urls),
     path("health/", include("django_mcp.health")),
     mcp_path("mcp"),
     path("mcp-bearer", servers.bearer_server.urls),

@@ -82,7 +82,15 @@ async def _call(tool: Tool, context: ServerContext, request: McpRequest, params:
     for plugin in reversed(context.plugins):
         proceed = partial(plugin.call_tool, tool=tool, proceed=proceed)
     try:
-        value = await proceed(request)
+        if tool.timeout_seconds is None:
+            value = await proceed(request)
+        else:
+            # Around the whole chain: a call answered with a task handle returns at once, and the task's
+            # body, run later, is not bound by this.
+            async with asyncio.timeout(tool.timeout_seconds):
+                value = await proceed(request)
+    except TimeoutError:
+        return timed_out(context, tool)
     except (McpJsonRpcError, InputRequired, OperationalError, InterfaceError):
         raise  # a lost database is the server's problem (503), not the tool's
     except Exception as exc:
@@ -90,3 +98,16 @@ async def _call(tool: Tool, context: ServerContext, request: McpRequest, params:
     if isinstance(value, ExtensionResult):
         return value.result
     return call_tool_result(tool, value)
+
+
+def timed_out(context: ServerContext, tool: Tool) -> dict[str, Any]:
+    """The error result of a call past the tool's ``timeout_seconds``; it says so, and where the tool can run
+    as a task (its listing says ``execution.taskSupport``), how to ask for one."""
+    wire = tool.to_wire()
+    for plugin in context.plugins:
+        plugin.decorate_tool(tool, wire)
+    text = f"Tool {tool.name!r} did not finish within its time limit of {tool.timeout_seconds:g} s"
+    if wire.get("execution", {}).get("taskSupport") in ("optional", "required"):
+        text += "; it can run as a task instead: call it declaring the tasks extension, then poll tasks/get"
+    # A sync handler's thread cannot be stopped: it runs to its end, and what it returns is dropped.
+    return {"content": [{"type": "text", "text": text}], "isError": True}

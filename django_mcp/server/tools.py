@@ -40,6 +40,7 @@ class ToolOptions(TypedDict, total=False):
     single_use_state: bool
     scopes: Iterable[str]
     permissions: Iterable[str]
+    timeout_seconds: float
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,6 +64,9 @@ class Tool:
     """OAuth scopes a bearer token needs to call it (beyond the endpoint's): 403 ``insufficient_scope``."""
     permissions: tuple[str, ...] = ()
     """Django permissions (``"app.codename"``) the user needs to see and call it."""
+    timeout_seconds: float | None = None
+    """How long a call answered in the request may run; past it the call answers an error (a task's body
+    has its own limit, the tasks extension's ``task_timeout_seconds``)."""
     # Set when the schema was derived from the signature: arguments are then
     # converted to the annotated types before the handler sees them.
     arguments_model: type[BaseModel] | None = field(default=None, repr=False)
@@ -233,6 +237,7 @@ def build_tool(
     single_use_state: bool | None = None,
     scopes: Iterable[str] = (),
     permissions: Iterable[str] = (),
+    timeout_seconds: float | None = None,
     **extension_options: Any,
 ) -> Tool:
     """Describe ``handler`` as a tool, deriving what was not given from its signature and docstring.
@@ -240,7 +245,7 @@ def build_tool(
     ``single_use_state`` defaults to the ``destructiveHint`` annotation: a destructive action's
     ``requestState`` (its confirmation) cannot be replayed. ``scopes`` are the OAuth scopes a
     bearer token needs to call it; ``permissions`` the Django permissions its user needs to see
-    and call it (see docs/sign-in.md).
+    and call it (see docs/sign-in.md). ``timeout_seconds`` bounds a call answered in the request.
     """
     if not callable(handler):
         raise DefinitionError(f"Tool handler {handler!r} is not callable")
@@ -270,6 +275,12 @@ def build_tool(
             raise DefinitionError(f"Tool {tool_name!r}: {label} is not a valid JSON Schema: {exc.message}") from None
     if input_schema.get("type") != "object":
         raise DefinitionError(f'Tool {tool_name!r}: input_schema must have "type": "object"')
+    if timeout_seconds is not None and (
+        isinstance(timeout_seconds, bool)
+        or not isinstance(timeout_seconds, int | float)
+        or not 0 < timeout_seconds < float("inf")
+    ):
+        raise DefinitionError(f"Tool {tool_name!r}: timeout_seconds must be a positive number, not {timeout_seconds!r}")
     tool = Tool(
         name=tool_name,
         handler=handler,
@@ -287,6 +298,7 @@ def build_tool(
         arguments_model=model,
         scopes=checked_names(f"Tool {tool_name!r}", "scopes", scopes, SCOPE_TOKEN),
         permissions=tuple(sorted(checked_names(f"Tool {tool_name!r}", "permissions", permissions, PERMISSION))),
+        timeout_seconds=timeout_seconds,
     )
     try:
         tool.param_headers  # noqa: B018 - validate x-mcp-header annotations now, not per call

@@ -114,6 +114,11 @@ def _status_message(value: Any) -> None:
         raise ValueError(f"task_status_message must be a non-empty string, not {value!r}")
 
 
+def _timeout(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+        raise ValueError(f"task_timeout_seconds must be a positive number of seconds, not {value!r}")
+
+
 def _flag(value: Any) -> None:
     if not isinstance(value, bool):
         raise ValueError(f"must be True or False, not {value!r}")
@@ -187,6 +192,7 @@ class McpTasks(ExtensionPlugin):
         "run_body_as_task": _flag,
         "task_backend": _backend_alias,
         "task_status_message": _status_message,
+        "task_timeout_seconds": _timeout,
     }
 
     def __init__(

@@ -25,7 +25,7 @@ from asgiref.sync import SyncToAsync, ThreadSensitiveContext, async_to_sync, syn
 from channels.layers import get_channel_layer
 from django.db import InterfaceError, OperationalError, connections
 
-from ..protocol.errors import McpJsonRpcError, missing_capability
+from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, missing_capability
 from ..protocol.jsonrpc import notification
 from ..server.context import McpRequest
 from ..server.lifecycle import shutting_down
@@ -106,6 +106,19 @@ async def call_run(run: Run, task: TaskContext) -> Any:
     if inspect.isawaitable(value):  # e.g. a lambda returning a coroutine
         value = await value
     return value
+
+
+async def call_run_within(run: Run, task: TaskContext, tool: Tool) -> Any:
+    """:func:`call_run`, ended at the tool's ``task_timeout_seconds``: the task then fails "Task timed out"."""
+    limit = tool.extension_options.get("task_timeout_seconds")
+    if limit is None:
+        return await call_run(run, task)
+    try:
+        async with asyncio.timeout(limit):
+            return await call_run(run, task)
+    except TimeoutError:
+        # A sync body's thread cannot be stopped: it runs to its end, and what it returns is dropped.
+        raise McpJsonRpcError(INTERNAL_ERROR, f"Task timed out: it ran longer than {limit:g} s") from None
 
 
 class TaskContext:
@@ -320,7 +333,7 @@ class TaskRunner:
     async def _supervise(self, context: RunningTask, run: Run) -> None:
         # The run's own ORM calls get a thread of their own, whose connections are closed at the end.
         async with ThreadSensitiveContext() as thread_context:
-            work = asyncio.ensure_future(call_run(run, context))
+            work = asyncio.ensure_future(call_run_within(run, context, context.tool))
             context.work = work
             if context.cancelled:  # cancelled before it started
                 work.cancel()

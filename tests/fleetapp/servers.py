@@ -76,6 +76,13 @@ async def whoami(request: TaskRequest) -> dict:
     }
 
 
+@fleet_tools.register(task_support="required", task_timeout_seconds=0.2)
+async def bounded(request: TaskRequest, seconds: float = 5) -> str:
+    """A body over its time limit: the worker fails it "Task timed out"."""
+    await asyncio.sleep(seconds)
+    return "done"
+
+
 fleet_server = McpServer(
     tools=fleet_tools,
     extension_plugins=[
