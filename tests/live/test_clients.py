@@ -16,8 +16,6 @@ What runs today and what waits:
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,12 +26,12 @@ import pytest
 
 from tests.conformance.test_conformance import LEGACY_ERA_SERVED
 from tests.live.clients import install
-from tests.live.servers import ROOT, migrate, server_process
+from tests.live.clients.summary import assert_passed, run_client
+from tests.live.servers import migrate, server_process
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
 
 CLIENTS = Path(__file__).resolve().parent / "clients"
-CLIENT_TIMEOUT_S = 120
 MODERN = "2026-07-28"
 HANDSHAKE = "2025-11-25"
 RENDERED = "Rendered 'x' (2 frames)."
@@ -43,15 +41,6 @@ legacy_era = pytest.mark.skipif(
     not LEGACY_ERA_SERVED,
     reason="django_mcp does not serve the handshake era yet (tests/conformance/test_conformance.py:LEGACY_ERA_SERVED)",
 )
-
-
-@pytest.fixture(scope="module")
-def clients() -> dict[str, install.Installed]:
-    """Every client, installed into the cache if missing (a failure, not a skip, without network or cache)."""
-    try:
-        return install.install_all()
-    except install.InstallError as exc:
-        pytest.fail(f"the MCP clients could not be installed: {exc}", pytrace=False)
 
 
 @contextmanager
@@ -79,41 +68,6 @@ def example_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The example project (the README's render and delete_everything)."""
     with migrated_daphne("example_project", tmp_path_factory.mktemp("example") / "db.sqlite3") as base:
         yield base + "/mcp"
-
-
-def run_client(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run a client script; its JSON summary (last stdout line) plus ``exit`` and ``stderr``."""
-    proc = subprocess.run(  # noqa: S603 - installed clients and our own scripts
-        cmd,
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=CLIENT_TIMEOUT_S,
-        check=False,
-    )
-    lines = proc.stdout.strip().splitlines()
-    try:
-        summary: dict[str, Any] = json.loads(lines[-1])
-    except (IndexError, ValueError):
-        pytest.fail(
-            f"{Path(cmd[1]).name} printed no JSON summary (exit {proc.returncode})\n"
-            f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}",
-            pytrace=False,
-        )
-    summary["exit"] = proc.returncode
-    summary["stderr"] = proc.stderr[-3000:]
-    return summary
-
-
-def assert_passed(summary: dict[str, Any]) -> None:
-    __tracebackhide__ = True
-    if not (summary["ok"] and summary["exit"] == 0):
-        shown = {k: v for k, v in summary.items() if k != "stderr"}
-        raise AssertionError(
-            f"{summary['client']} failed at step {summary.get('failed_step', summary.get('failedStep'))!r}: "
-            f"{summary.get('error')}\n{json.dumps(shown, indent=2)}\nstderr (tail):\n{summary['stderr'][-1500:]}"
-        )
 
 
 def venv_python(clients: dict[str, install.Installed], key: str) -> str:

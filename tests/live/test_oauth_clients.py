@@ -24,21 +24,13 @@ import pytest
 from tests.conformance import runner
 from tests.live.browser import sign_in_and_allow
 from tests.live.clients import install
+from tests.live.clients.summary import assert_passed, run_client
 from tests.live.servers import ROOT, migrate, server_process
-from tests.live.test_clients import assert_passed, run_client
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(600)]
 
 CLIENTS = Path(__file__).resolve().parent / "clients"
 RENDERED = "Rendered 'x' (2 frames)."
-
-
-@pytest.fixture(scope="module")
-def clients() -> dict[str, install.Installed]:
-    try:
-        return install.install_all()
-    except install.InstallError as exc:
-        pytest.fail(f"the MCP clients could not be installed: {exc}", pytrace=False)
 
 
 @pytest.fixture(scope="module")
