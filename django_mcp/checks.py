@@ -288,6 +288,43 @@ def check_session_cache(
 
 
 @register(Tags.caches)
+def check_rate_limit_cache(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """E017: rate limits counted in a cache that does not exist; W017: outside DEBUG, in a per-process one."""
+    try:
+        mcp = validate_settings()
+    except Exception:  # reported by E001/E002
+        return []
+    limited = mcp.RATE_LIMIT is not None or any(
+        tool.rate_limit is not None for server in built_servers() for tool in server.tools
+    )
+    if not limited:
+        return []
+    caches_setting = getattr(settings, "CACHES", {})
+    if mcp.RATE_LIMIT_CACHE not in caches_setting:
+        return [
+            Error(
+                f"Rate limits are counted in the cache {mcp.RATE_LIMIT_CACHE!r}, which CACHES does not define.",
+                hint=f"Name one of {sorted(caches_setting)} in {SETTINGS_NAME}['RATE_LIMIT_CACHE'].",
+                id="django_mcp.E017",
+            )
+        ]
+    backend = caches_setting[mcp.RATE_LIMIT_CACHE].get("BACKEND", "")
+    if settings.DEBUG or not backend.endswith(("LocMemCache", "DummyCache")):
+        return []
+    return [
+        checks.Warning(
+            f"Rate limits are counted in the per-process cache {mcp.RATE_LIMIT_CACHE!r} ({backend}): with several "
+            "server processes each counts on its own, and a caller gets the limit once per process.",
+            hint=f"Use a shared cache (Redis) for {SETTINGS_NAME}['RATE_LIMIT_CACHE'].",
+            obj=mcp.RATE_LIMIT_CACHE,
+            id="django_mcp.W017",
+        )
+    ]
+
+
+@register(Tags.caches)
 def check_session_cache_size(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:

@@ -62,6 +62,8 @@ class McpSettings(BaseModel):
     LISTEN_LAYER_TIMEOUT_SECONDS: float = Field(default=5.0, gt=0)
     LISTEN_WRITES_PER_SECOND: int | None = Field(default=1000, ge=1)
     LISTEN_FANOUT: Literal["auto", "process", "stream"] = "auto"
+    RATE_LIMIT: str | None = None
+    RATE_LIMIT_CACHE: str = Field(default="default", min_length=1)
 
     @field_validator("PROTOCOL_VERSIONS")
     @classmethod
@@ -73,6 +75,13 @@ class McpSettings(BaseModel):
         if not versions:
             raise ValueError("serve at least one protocol revision")
         return versions
+
+    @field_validator("RATE_LIMIT")
+    @classmethod
+    def _rate(cls, rate: str | None) -> str | None:
+        from .server.definitions import check_rate
+
+        return rate if rate is None else check_rate(rate)
 
     @cached_property
     def handshake_versions(self) -> tuple[str, ...]:

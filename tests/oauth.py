@@ -46,6 +46,12 @@ async def render(request: McpRequest, scene: str, frames: int = 1) -> str:
     return f"Rendered {scene!r} ({frames} frames)."
 
 
+@oauth_tools.register(rate_limit="2/min")
+def limited(request: McpRequest) -> str:
+    """At most twice a minute per caller."""
+    return "ok"
+
+
 oauth_prompts = PromptRegistry(name="oauth")
 oauth_resources = ResourceRegistry(name="oauth")
 

@@ -26,3 +26,16 @@ def checked_names(what: str, label: str, values: Iterable[str], pattern: re.Patt
         kind = "OAuth scope tokens" if pattern is SCOPE_TOKEN else "permissions of the form 'app_label.codename'"
         raise DefinitionError(f"{what}: {label} {', '.join(bad)} are not {kind}")
     return names
+
+
+_RATE = re.compile(r"(\d+)/(\d*)(s|sec|m|min|h|hour|d|day)|(\d+)/(\d+)")  # django-ninja's throttle rates
+
+
+def check_rate(rate: str) -> str:
+    """``rate`` if it reads ``"<count>/<period>"`` as django-ninja's throttles do (``"600/min"``,
+    ``"10/30s"``, ``"1000/hour"``, ``"5/30"`` for 30 seconds); else ValueError."""
+    found = _RATE.fullmatch(rate) if isinstance(rate, str) else None
+    numbers = [int(g) for g in found.groups() if g and g.isdigit()] if found else []
+    if not numbers or min(numbers) < 1:
+        raise ValueError(f"Invalid rate {rate!r}: give '<count>/<period>', e.g. '600/min', '10/30s' or '1000/hour'")
+    return rate

@@ -39,6 +39,7 @@ from .params import (
     parse_params,
 )
 from .prompts import PromptRegistry
+from .rates import enforce_request_rate
 from .registry import ToolRegistry
 from .resources import ResourceRegistry
 
@@ -210,6 +211,7 @@ class Dispatcher:
 
     async def dispatch(self, request: McpRequest) -> dict[str, Any] | ListenStream:
         """Serve one admitted request: a result, a listen stream, or ``McpJsonRpcError``."""
+        enforce_request_rate(request)
         core = CORE_METHODS.get(request.method)
         if core is None:
             result = await self._serve_extension(request)

@@ -18,6 +18,7 @@ from .extensions import ExtensionResult, ProceedToolCall
 from .handlers import call_handler
 from .mrtr import InputRequired
 from .params import CallToolParams, ListParams
+from .rates import enforce_tool_rate
 from .results import call_tool_result, exception_result
 from .signals import tool_called
 from .tools import Tool
@@ -47,6 +48,8 @@ async def call_tool(context: ServerContext, request: McpRequest, params: CallToo
     if tool is None:
         raise invalid_params(f"Unknown tool: {params.name}", {"tool": params.name})
     require_scopes(request, tool.scopes)
+    if tool.rate_limit is not None:
+        enforce_tool_rate(request, tool.name, tool.rate_limit)
     if not tool_called.receivers:
         return await _call(tool, context, request, params)
     started, outcome = time.monotonic(), "refused"

@@ -19,7 +19,7 @@ from pydantic.json_schema import GenerateJsonSchema
 from ..protocol.errors import invalid_params
 from ..protocol.headers import ParamHeader, param_headers
 from ..protocol.jsonrpc import compact
-from .definitions import PERMISSION, SCOPE_TOKEN, DefinitionError, checked_names
+from .definitions import PERMISSION, SCOPE_TOKEN, DefinitionError, check_rate, checked_names
 from .handlers import first_parameter_takes_request
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # used with fullmatch
@@ -41,6 +41,7 @@ class ToolOptions(TypedDict, total=False):
     scopes: Iterable[str]
     permissions: Iterable[str]
     timeout_seconds: float
+    rate_limit: str
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,6 +68,8 @@ class Tool:
     timeout_seconds: float | None = None
     """How long a call answered in the request may run; past it the call answers an error (a task's body
     has its own limit, the tasks extension's ``task_timeout_seconds``)."""
+    rate_limit: str | None = None
+    """Calls per caller and period (``"10/min"``), on top of ``DJANGO_MCP["RATE_LIMIT"]``."""
     # Set when the schema was derived from the signature: arguments are then
     # converted to the annotated types before the handler sees them.
     arguments_model: type[BaseModel] | None = field(default=None, repr=False)
@@ -238,6 +241,7 @@ def build_tool(
     scopes: Iterable[str] = (),
     permissions: Iterable[str] = (),
     timeout_seconds: float | None = None,
+    rate_limit: str | None = None,
     **extension_options: Any,
 ) -> Tool:
     """Describe ``handler`` as a tool, deriving what was not given from its signature and docstring.
@@ -245,7 +249,8 @@ def build_tool(
     ``single_use_state`` defaults to the ``destructiveHint`` annotation: a destructive action's
     ``requestState`` (its confirmation) cannot be replayed. ``scopes`` are the OAuth scopes a
     bearer token needs to call it; ``permissions`` the Django permissions its user needs to see
-    and call it (see docs/sign-in.md). ``timeout_seconds`` bounds a call answered in the request.
+    and call it (see docs/sign-in.md). ``timeout_seconds`` bounds a call answered in the request; ``rate_limit``
+    (``"10/min"``) how often one caller may call it.
     """
     if not callable(handler):
         raise DefinitionError(f"Tool handler {handler!r} is not callable")
@@ -281,6 +286,11 @@ def build_tool(
         or not 0 < timeout_seconds < float("inf")
     ):
         raise DefinitionError(f"Tool {tool_name!r}: timeout_seconds must be a positive number, not {timeout_seconds!r}")
+    if rate_limit is not None:
+        try:
+            check_rate(rate_limit)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise DefinitionError(f"Tool {tool_name!r}: {exc}") from None
     tool = Tool(
         name=tool_name,
         handler=handler,
@@ -299,6 +309,7 @@ def build_tool(
         scopes=checked_names(f"Tool {tool_name!r}", "scopes", scopes, SCOPE_TOKEN),
         permissions=tuple(sorted(checked_names(f"Tool {tool_name!r}", "permissions", permissions, PERMISSION))),
         timeout_seconds=timeout_seconds,
+        rate_limit=rate_limit,
     )
     try:
         tool.param_headers  # noqa: B018 - validate x-mcp-header annotations now, not per call

@@ -1,0 +1,119 @@
+"""Rate limits per caller: DJANGO_MCP["RATE_LIMIT"] for every request, @tool(rate_limit=...) per tool;
+429 with Retry-After and a JSON-RPC error, in both eras; the checks."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from unittest import mock
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+from django.test import override_settings
+
+from django_mcp import DefinitionError, McpServer, ToolRegistry
+from django_mcp.checks import check_rate_limit_cache, check_settings
+from django_mcp.models import PersonalToken
+from tests.wire import assert_wire, post, request_body
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PATH = "/mcp-oauth"
+
+
+async def caller() -> str:
+    """A personal token of a user of its own: its counters start at zero (the cache outlives tests)."""
+    user = await sync_to_async(User.objects.create_user)(f"rate-{uuid.uuid4().hex[:8]}")
+    _, token = await sync_to_async(PersonalToken.issue)(user, "rates")
+    return token
+
+
+async def send(client, token, method="tools/list", params=None):
+    body = request_body(method, params)
+    return await post(client, body, path=PATH, headers={"Authorization": f"Bearer {token}"})
+
+
+@override_settings(DJANGO_MCP={"RATE_LIMIT": "3/min"})
+async def test_past_the_rate_a_caller_gets_429_with_retry_after_and_others_do_not(async_client):
+    alice, bob = await caller(), await caller()
+    for _ in range(3):
+        assert (await send(async_client, alice)).status_code == 200
+    refused = await send(async_client, alice)
+    assert refused.status_code == 429
+    body = json.loads(refused.content)
+    assert_wire(body, "JSONRPCErrorResponse")
+    retry = body["error"]["data"]["retryAfterSeconds"]
+    assert 1 <= retry <= 60 and refused["Retry-After"] == str(retry)
+    assert body["error"]["message"] == f"Rate limit exceeded: at most 3/min requests per caller; retry in {retry} s"
+    assert (await send(async_client, bob)).status_code == 200
+
+
+async def test_a_tools_own_rate_counts_its_calls_only(async_client):
+    token = await caller()
+    call = {"name": "limited"}
+    for _ in range(2):
+        answer = json.loads((await send(async_client, token, "tools/call", call)).content)
+        assert answer["result"]["content"][0]["text"] == "ok"
+    refused = await send(async_client, token, "tools/call", call)
+    assert refused.status_code == 429
+    assert "at most 2/min calls of 'limited' per caller" in json.loads(refused.content)["error"]["message"]
+    assert (await send(async_client, token, "tools/call", {"name": "whoami"})).status_code == 200
+
+
+@override_settings(DJANGO_MCP={"RATE_LIMIT": "1/min"})
+async def test_the_handshake_era_answers_in_band_with_retry_after(async_client):
+    from tests.wire import initialize_body
+
+    token = await caller()
+    hdrs = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+    opened = await async_client.post(
+        PATH,
+        data=json.dumps(initialize_body("2025-11-25", {}, "legacy")),
+        content_type="application/json",
+        headers=hdrs,
+    )
+    session = {**hdrs, "Mcp-Session-Id": opened["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    first = await async_client.post(PATH, data=json.dumps(call), content_type="application/json", headers=session)
+    assert first.status_code == 200 and "result" in json.loads(first.content)
+    second = await async_client.post(PATH, data=json.dumps(call), content_type="application/json", headers=session)
+    assert second.status_code == 200  # in-band in a live session: handshake-era clients read other codes as broken
+    assert json.loads(second.content)["error"]["data"]["retryAfterSeconds"] >= 1 and second["Retry-After"]
+
+
+@pytest.mark.parametrize("rate", ["3", "3/fortnight", "0/min", "x/min", "3/0s", "3/minute"])
+def test_a_bad_rate_is_e002_and_a_definition_error(rate):
+    with override_settings(DJANGO_MCP={"RATE_LIMIT": rate}):
+        [error] = check_settings()
+    assert error.id == "django_mcp.E002" and "Invalid rate" in error.msg
+    with pytest.raises(DefinitionError, match="Invalid rate"):
+        ToolRegistry().register(lambda request: 1, name="t", rate_limit=rate)
+
+
+@pytest.mark.parametrize("rate", ["600/min", "10/30s", "1/hour", "5/d", "100/sec", "5/30", "7/m"])
+def test_rates_as_ninja_reads_them(rate):
+    from ninja.throttling import SimpleRateThrottle
+
+    ToolRegistry().register(lambda request: 1, name="t", rate_limit=rate)
+    assert SimpleRateThrottle(rate).num_requests >= 1  # ninja reads it too
+
+
+def test_e017_a_rate_limit_cache_that_does_not_exist_and_w017_a_per_process_one():
+    with override_settings(DJANGO_MCP={"RATE_LIMIT": "10/min", "RATE_LIMIT_CACHE": "nope"}):
+        assert [m.id for m in check_rate_limit_cache()] == ["django_mcp.E017"]
+    locmem = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    with override_settings(DJANGO_MCP={"RATE_LIMIT": "10/min"}, CACHES=locmem, DEBUG=False):
+        assert [m.id for m in check_rate_limit_cache()] == ["django_mcp.W017"]
+    with override_settings(DJANGO_MCP={"RATE_LIMIT": "10/min"}, CACHES=locmem, DEBUG=True):
+        assert check_rate_limit_cache() == []
+    tools = ToolRegistry()
+    tools.register(lambda request: 1, name="t", rate_limit="1/min")
+    server = McpServer(tools=tools, urls_namespace="rate_check")
+    with (
+        override_settings(CACHES=locmem, DEBUG=False),
+        mock.patch("django_mcp.checks.built_servers", return_value=[server]),
+    ):
+        assert [m.id for m in check_rate_limit_cache()] == ["django_mcp.W017"]  # a tool's own limit counts too
+    with mock.patch("django_mcp.checks.built_servers", return_value=[]):
+        assert check_rate_limit_cache() == []
