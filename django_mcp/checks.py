@@ -291,7 +291,10 @@ def check_session_cache(
 def check_rate_limit_cache(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """E017: rate limits counted in a cache that does not exist; W017: outside DEBUG, in a per-process one."""
+    """E017: rate limits counted in a cache that does not exist; W017: outside DEBUG, in a per-process one.
+
+    django-ratelimit counts in the cache its ``RATELIMIT_USE_CACHE`` setting names (default ``"default"``).
+    """
     try:
         mcp = validate_settings()
     except Exception:  # reported by E001/E002
@@ -302,23 +305,24 @@ def check_rate_limit_cache(
     if not limited:
         return []
     caches_setting = getattr(settings, "CACHES", {})
-    if mcp.RATE_LIMIT_CACHE not in caches_setting:
+    alias = getattr(settings, "RATELIMIT_USE_CACHE", "default")  # django-ratelimit's setting
+    if alias not in caches_setting:
         return [
             Error(
-                f"Rate limits are counted in the cache {mcp.RATE_LIMIT_CACHE!r}, which CACHES does not define.",
-                hint=f"Name one of {sorted(caches_setting)} in {SETTINGS_NAME}['RATE_LIMIT_CACHE'].",
+                f"Rate limits are counted in the cache {alias!r} (RATELIMIT_USE_CACHE), which CACHES does not define.",
+                hint=f"Set RATELIMIT_USE_CACHE to one of {sorted(caches_setting)}.",
                 id="django_mcp.E017",
             )
         ]
-    backend = caches_setting[mcp.RATE_LIMIT_CACHE].get("BACKEND", "")
+    backend = caches_setting[alias].get("BACKEND", "")
     if settings.DEBUG or not backend.endswith(("LocMemCache", "DummyCache")):
         return []
     return [
         checks.Warning(
-            f"Rate limits are counted in the per-process cache {mcp.RATE_LIMIT_CACHE!r} ({backend}): with several "
-            "server processes each counts on its own, and a caller gets the limit once per process.",
-            hint=f"Use a shared cache (Redis) for {SETTINGS_NAME}['RATE_LIMIT_CACHE'].",
-            obj=mcp.RATE_LIMIT_CACHE,
+            f"Rate limits are counted in the per-process cache {alias!r} ({backend}): with several server "
+            "processes each counts on its own, and a caller gets the limit once per process.",
+            hint="Point RATELIMIT_USE_CACHE (django-ratelimit's setting) at a shared cache (Redis).",
+            obj=alias,
             id="django_mcp.W017",
         )
     ]

@@ -63,7 +63,6 @@ class McpSettings(BaseModel):
     LISTEN_WRITES_PER_SECOND: int | None = Field(default=1000, ge=1)
     LISTEN_FANOUT: Literal["auto", "process", "stream"] = "auto"
     RATE_LIMIT: str | None = None
-    RATE_LIMIT_CACHE: str = Field(default="default", min_length=1)
 
     @field_validator("PROTOCOL_VERSIONS")
     @classmethod

@@ -46,7 +46,7 @@ async def render(request: McpRequest, scene: str, frames: int = 1) -> str:
     return f"Rendered {scene!r} ({frames} frames)."
 
 
-@oauth_tools.register(rate_limit="2/min")
+@oauth_tools.register(rate_limit="2/m")
 def limited(request: McpRequest) -> str:
     """At most twice a minute per caller."""
     return "ok"

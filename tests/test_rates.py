@@ -1,5 +1,5 @@
 """Rate limits per caller: DJANGO_MCP["RATE_LIMIT"] for every request, @tool(rate_limit=...) per tool;
-429 with Retry-After and a JSON-RPC error, in both eras; the checks."""
+429 with Retry-After and a JSON-RPC error, in both eras; a cache that cannot count; the checks."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ async def send(client, token, method="tools/list", params=None):
     return await post(client, body, path=PATH, headers={"Authorization": f"Bearer {token}"})
 
 
-@override_settings(DJANGO_MCP={"RATE_LIMIT": "3/min"})
+@override_settings(DJANGO_MCP={"RATE_LIMIT": "3/m"})
 async def test_past_the_rate_a_caller_gets_429_with_retry_after_and_others_do_not(async_client):
     alice, bob = await caller(), await caller()
     for _ in range(3):
@@ -45,7 +45,7 @@ async def test_past_the_rate_a_caller_gets_429_with_retry_after_and_others_do_no
     assert_wire(body, "JSONRPCErrorResponse")
     retry = body["error"]["data"]["retryAfterSeconds"]
     assert 1 <= retry <= 60 and refused["Retry-After"] == str(retry)
-    assert body["error"]["message"] == f"Rate limit exceeded: at most 3/min requests per caller; retry in {retry} s"
+    assert body["error"]["message"] == f"Rate limit exceeded: at most 3/m requests per caller; retry in {retry} s"
     assert (await send(async_client, bob)).status_code == 200
 
 
@@ -57,11 +57,11 @@ async def test_a_tools_own_rate_counts_its_calls_only(async_client):
         assert answer["result"]["content"][0]["text"] == "ok"
     refused = await send(async_client, token, "tools/call", call)
     assert refused.status_code == 429
-    assert "at most 2/min calls of 'limited' per caller" in json.loads(refused.content)["error"]["message"]
+    assert "at most 2/m calls of 'limited' per caller" in json.loads(refused.content)["error"]["message"]
     assert (await send(async_client, token, "tools/call", {"name": "whoami"})).status_code == 200
 
 
-@override_settings(DJANGO_MCP={"RATE_LIMIT": "1/min"})
+@override_settings(DJANGO_MCP={"RATE_LIMIT": "1/m"})
 async def test_the_handshake_era_answers_in_band_with_retry_after(async_client):
     from tests.wire import initialize_body
 
@@ -82,7 +82,7 @@ async def test_the_handshake_era_answers_in_band_with_retry_after(async_client):
     assert json.loads(second.content)["error"]["data"]["retryAfterSeconds"] >= 1 and second["Retry-After"]
 
 
-@pytest.mark.parametrize("rate", ["3", "3/fortnight", "0/min", "x/min", "3/0s", "3/minute"])
+@pytest.mark.parametrize("rate", ["3", "3/fortnight", "0/m", "x/m", "3/0s", "3/minute", "3/min"])
 def test_a_bad_rate_is_e002_and_a_definition_error(rate):
     with override_settings(DJANGO_MCP={"RATE_LIMIT": rate}):
         [error] = check_settings()
@@ -91,24 +91,25 @@ def test_a_bad_rate_is_e002_and_a_definition_error(rate):
         ToolRegistry().register(lambda request: 1, name="t", rate_limit=rate)
 
 
-@pytest.mark.parametrize("rate", ["600/min", "10/30s", "1/hour", "5/d", "100/sec", "5/30", "7/m"])
-def test_rates_as_ninja_reads_them(rate):
-    from ninja.throttling import SimpleRateThrottle
+@pytest.mark.parametrize("rate", ["600/m", "10/30s", "1/h", "5/d", "100/s", "5/30", "7/2m"])
+def test_rates_as_django_ratelimit_reads_them(rate):
+    from django_ratelimit.core import _split_rate
 
     ToolRegistry().register(lambda request: 1, name="t", rate_limit=rate)
-    assert SimpleRateThrottle(rate).num_requests >= 1  # ninja reads it too
+    count, seconds = _split_rate(rate)  # django-ratelimit reads it the same way
+    assert count >= 1 and seconds >= 1
 
 
 def test_e017_a_rate_limit_cache_that_does_not_exist_and_w017_a_per_process_one():
-    with override_settings(DJANGO_MCP={"RATE_LIMIT": "10/min", "RATE_LIMIT_CACHE": "nope"}):
+    with override_settings(DJANGO_MCP={"RATE_LIMIT": "10/m"}, RATELIMIT_USE_CACHE="nope"):
         assert [m.id for m in check_rate_limit_cache()] == ["django_mcp.E017"]
     locmem = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    with override_settings(DJANGO_MCP={"RATE_LIMIT": "10/min"}, CACHES=locmem, DEBUG=False):
+    with override_settings(DJANGO_MCP={"RATE_LIMIT": "10/m"}, CACHES=locmem, DEBUG=False):
         assert [m.id for m in check_rate_limit_cache()] == ["django_mcp.W017"]
-    with override_settings(DJANGO_MCP={"RATE_LIMIT": "10/min"}, CACHES=locmem, DEBUG=True):
+    with override_settings(DJANGO_MCP={"RATE_LIMIT": "10/m"}, CACHES=locmem, DEBUG=True):
         assert check_rate_limit_cache() == []
     tools = ToolRegistry()
-    tools.register(lambda request: 1, name="t", rate_limit="1/min")
+    tools.register(lambda request: 1, name="t", rate_limit="1/m")
     server = McpServer(tools=tools, urls_namespace="rate_check")
     with (
         override_settings(CACHES=locmem, DEBUG=False),
@@ -117,3 +118,16 @@ def test_e017_a_rate_limit_cache_that_does_not_exist_and_w017_a_per_process_one(
         assert [m.id for m in check_rate_limit_cache()] == ["django_mcp.W017"]  # a tool's own limit counts too
     with mock.patch("django_mcp.checks.built_servers", return_value=[]):
         assert check_rate_limit_cache() == []
+
+
+@override_settings(DJANGO_MCP={"RATE_LIMIT": "3/m"})
+async def test_a_cache_that_cannot_count_answers_503(async_client):
+    token = await caller()
+    with (
+        mock.patch("django.core.cache.backends.locmem.LocMemCache.add", side_effect=ConnectionError),
+        mock.patch("django.core.cache.backends.locmem.LocMemCache.incr", side_effect=ValueError),
+        mock.patch("django.core.cache.backends.redis.RedisCache.add", side_effect=ConnectionError),
+    ):
+        response = await send(async_client, token)
+    assert response.status_code == 503
+    assert json.loads(response.content)["error"]["message"] == "Rate limits cannot be counted now: try again shortly"

@@ -28,14 +28,14 @@ def checked_names(what: str, label: str, values: Iterable[str], pattern: re.Patt
     return names
 
 
-_RATE = re.compile(r"(\d+)/(\d*)(s|sec|m|min|h|hour|d|day)|(\d+)/(\d+)")  # django-ninja's throttle rates
+_RATE = re.compile(r"(\d+)/(\d*)([smhd])|(\d+)/(\d+)")  # django-ratelimit's rates
 
 
 def check_rate(rate: str) -> str:
-    """``rate`` if it reads ``"<count>/<period>"`` as django-ninja's throttles do (``"600/min"``,
-    ``"10/30s"``, ``"1000/hour"``, ``"5/30"`` for 30 seconds); else ValueError."""
+    """``rate`` if it reads ``"<count>/<period>"`` as django-ratelimit does (``"600/m"``, ``"10/30s"``,
+    ``"1000/h"``, ``"5/d"``, ``"5/30"`` for 30 seconds); else ValueError."""
     found = _RATE.fullmatch(rate) if isinstance(rate, str) else None
     numbers = [int(g) for g in found.groups() if g and g.isdigit()] if found else []
     if not numbers or min(numbers) < 1:
-        raise ValueError(f"Invalid rate {rate!r}: give '<count>/<period>', e.g. '600/min', '10/30s' or '1000/hour'")
+        raise ValueError(f"Invalid rate {rate!r}: give '<count>/<period>', e.g. '600/m', '10/30s' or '1000/h'")
     return rate

@@ -1,4 +1,5 @@
-"""Rate limits per caller: django-ninja's throttle, counted in a Django cache shared by the workers.
+"""Rate limits per caller, with django-ratelimit: a fixed window counted atomically (``add``, ``incr``)
+in the Django cache its ``RATELIMIT_USE_CACHE`` names, so a limit holds across workers.
 
 ``DJANGO_MCP["RATE_LIMIT"]`` bounds every request of one caller (its :attr:`McpRequest.limit_key`:
 the principal, or for an anonymous caller its address); ``@tool(rate_limit=...)`` bounds one tool's
@@ -8,48 +9,36 @@ calls per caller on top. Past a limit the request answers -32603 with HTTP 429 a
 from __future__ import annotations
 
 import hashlib
-import math
-from functools import cache
+import logging
 from typing import Any
 
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from .context import McpRequest
+from .notify import unavailable
+
+logger = logging.getLogger("django_mcp")
+_CANNOT_COUNT = "Rate limits cannot be counted now: try again shortly"
 
 
-@cache
-def _throttle_class() -> type[Any]:
-    # Imported on first use: importing ninja reads Django's settings, and django_mcp must stay
-    # importable from a settings module.
-    from django.core.cache import caches
-    from django.http import HttpRequest
-    from ninja.throttling import SimpleRateThrottle
+def _enforce(request: McpRequest, rate: str, group: str, what: str) -> None:
+    # Imported on first use: django_mcp stays importable from a settings module.
+    from django_ratelimit.core import get_usage
 
-    class CallerThrottle(SimpleRateThrottle):
-        """``rate`` requests per caller and ``scope``, in ``DJANGO_MCP["RATE_LIMIT_CACHE"]``.
+    caller = hashlib.sha256(request.limit_key.encode()).hexdigest()[:32]  # never the principal itself
 
-        One per check: ninja's throttle keeps the check's state on itself, and Django's cache handles
-        are per thread (under WSGI each request has a thread and a loop of its own).
-        """
+    def key(group: str, http_request: Any) -> str:
+        return caller
 
-        def __init__(self, rate: str, scope: str, caller: str) -> None:
-            self.scope = scope
-            super().__init__(rate)
-            self.cache = caches[get_settings().RATE_LIMIT_CACHE]
-            self.caller = caller
-
-        def get_cache_key(self, request: HttpRequest) -> str:
-            ident = hashlib.sha256(self.caller.encode()).hexdigest()[:32]  # never the principal itself
-            return f"django_mcp:rate:{self.scope}:{ident}"
-
-    return CallerThrottle
-
-
-def _enforce(request: McpRequest, rate: str, scope: str, what: str) -> None:
-    throttle = _throttle_class()(rate, scope, request.limit_key)
-    if throttle.allow_request(request.http_request):
+    try:
+        usage = get_usage(request.http_request, group=group, key=key, rate=rate, increment=True)
+    except Exception as exc:  # the cache is down (a cache backend may raise anything)
+        raise unavailable(logger, "rate-cache", "The rate limit cache", exc, _CANNOT_COUNT) from None
+    if usage is None or not usage["should_limit"]:
         return
-    retry = max(1, math.ceil(throttle.wait() or throttle.duration or 1))
+    if usage["limit"] == 0:  # the cache could not count (django-ratelimit fails closed)
+        raise McpJsonRpcError(INTERNAL_ERROR, _CANNOT_COUNT, http_status=503)
+    retry = max(1, int(usage["time_left"]))
     raise McpJsonRpcError(
         INTERNAL_ERROR,
         f"Rate limit exceeded: at most {rate} {what} per caller; retry in {retry} s",
@@ -63,9 +52,9 @@ def enforce_request_rate(request: McpRequest) -> None:
     """``RATE_LIMIT`` for every request of a caller (a cache call on the loop when a limit is set)."""
     rate = get_settings().RATE_LIMIT
     if rate is not None:
-        _enforce(request, rate, "requests", "requests")
+        _enforce(request, rate, "django_mcp:requests", "requests")
 
 
 def enforce_tool_rate(request: McpRequest, tool: str, rate: str) -> None:
     """A tool's own ``rate_limit`` per caller."""
-    _enforce(request, rate, f"tool:{tool}", f"calls of {tool!r}")
+    _enforce(request, rate, f"django_mcp:tool:{tool}", f"calls of {tool!r}")

@@ -69,7 +69,7 @@ class Tool:
     """How long a call answered in the request may run; past it the call answers an error (a task's body
     has its own limit, the tasks extension's ``task_timeout_seconds``)."""
     rate_limit: str | None = None
-    """Calls per caller and period (``"10/min"``), on top of ``DJANGO_MCP["RATE_LIMIT"]``."""
+    """Calls per caller and period (``"10/m"``), on top of ``DJANGO_MCP["RATE_LIMIT"]``."""
     # Set when the schema was derived from the signature: arguments are then
     # converted to the annotated types before the handler sees them.
     arguments_model: type[BaseModel] | None = field(default=None, repr=False)
@@ -250,7 +250,7 @@ def build_tool(
     ``requestState`` (its confirmation) cannot be replayed. ``scopes`` are the OAuth scopes a
     bearer token needs to call it; ``permissions`` the Django permissions its user needs to see
     and call it (see docs/sign-in.md). ``timeout_seconds`` bounds a call answered in the request; ``rate_limit``
-    (``"10/min"``) how often one caller may call it.
+    (``"10/m"``) how often one caller may call it.
     """
     if not callable(handler):
         raise DefinitionError(f"Tool handler {handler!r} is not callable")
