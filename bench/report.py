@@ -312,6 +312,23 @@ def goals(
             )
         ],
     )
+    # 4c. rate limits: RATE_LIMIT on (never reached) / off
+    goal(
+        "rate limits cost little",
+        "≥ 0.9×",
+        [
+            ratio_part(
+                f"uvicorn sqlite limited / uvicorn sqlite, {scenario} (req/s)",
+                scenario,
+                "django_mcp uvicorn sqlite limited",
+                "django_mcp uvicorn sqlite",
+                0.9,
+                stored,
+                stored_theirs=stored,
+            )
+            for scenario, stored in (("tools/call", None), ("tasks/get", small))
+        ],
+    )
     # 5. a finished task seen on a listen stream (lowest concurrency measured: 1 in a full run)
     parts = []
     for target in (

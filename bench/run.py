@@ -120,10 +120,14 @@ class Target:
     scenarios: tuple[str, ...]
     path: str = "/mcp/"
     auth: bool = False  # every request sends a personal token (the endpoint is guarded by BearerAuth)
+    env: tuple[tuple[str, str], ...] = ()  # the server's extra environment (e.g. BENCH_RATE_LIMIT)
 
     @property
     def pg(self) -> bool:
         return self.store == "postgres"
+
+
+LIMITED = ("BENCH_RATE_LIMIT", "100000000/h")
 
 
 def all_targets() -> list[Target]:
@@ -138,6 +142,8 @@ def all_targets() -> list[Target]:
         Target("django_mcp daphne sqlite auth", "dj", "daphne", "sqlite", "harness", signed, "/mcp-auth/", True),
         Target("django_mcp uvicorn sqlite auth", "dj", "uvicorn", "sqlite", "harness", signed, "/mcp-auth/", True),
         Target("django_mcp uvicorn pg auth", "dj", "uvicorn", "postgres", "harness", signed, "/mcp-auth/", True),
+        # DJANGO_MCP["RATE_LIMIT"] on, at a rate the load never reaches: what counting costs.
+        Target("django_mcp uvicorn sqlite limited", "dj", "uvicorn", "sqlite", "harness", signed, env=(LIMITED,)),
         Target("floor daphne", "floor", "daphne", "-", "harness", ("get",), "/floor/"),
         Target("floor uvicorn", "floor", "uvicorn", "-", "harness", ("get",), "/floor/"),
         Target("fastmcp memory", "fastmcp", "uvicorn", "memory", "fastmcp", ("call", "create", "get", "e2e")),
@@ -590,6 +596,7 @@ class Bench:
                 env["BENCH_SQLITE"] = str(WORK / f"{target.server}.sqlite3")
         elif target.kind == "mcpz":
             env["DJANGO_SETTINGS_MODULE"] = "bench.mcpz.settings"
+        env.update(dict(target.env))
         env.update(extra or {})
         return env
 

@@ -66,6 +66,7 @@ else:
 DJANGO_MCP = {
     "SERVER_NAME": "bench-django-mcp",
     "SERVER_VERSION": "0.1.0",
+    "RATE_LIMIT": os.environ.get("BENCH_RATE_LIMIT"),  # the "limited" target: counted, never reached
     # The harness stops servers itself (SIGTERM, then SIGKILL after the memory scenario).
     "SHUTDOWN_GRACE_SECONDS": 0,
 }
