@@ -1,4 +1,27 @@
 """Admin registrations (the tasks extension's and sign-in's live in their subpackages)."""
 
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from .audit import ToolCall
 from .auth import admin as auth_admin  # noqa: F401
 from .tasks import admin as tasks_admin  # noqa: F401
+
+
+@admin.register(ToolCall)
+class ToolCallAdmin(admin.ModelAdmin):
+    """The audit log: read only (rows are written by the server, and swept after AUDIT_RETENTION_SECONDS)."""
+
+    list_display = ("created_at", "tool", "caller", "outcome", "duration_ms", "server")
+    list_filter = ("outcome", "server", "tool")
+    search_fields = ("tool", "caller")
+    date_hierarchy = "created_at"
+    list_select_related = ("user",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -16,6 +16,9 @@ class DjangoMcpConfig(AppConfig):
         from .tasks import checks as task_checks  # noqa: F401  (the tasks extension's checks and settings)
 
         auth_cache.watch()
+        from .audit import follow_settings
+
+        follow_settings()
         _watch_autoreloader()
 
 

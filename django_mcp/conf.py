@@ -63,6 +63,9 @@ class McpSettings(BaseModel):
     LISTEN_WRITES_PER_SECOND: int | None = Field(default=1000, ge=1)
     LISTEN_FANOUT: Literal["auto", "process", "stream"] = "auto"
     RATE_LIMIT: str | None = None
+    AUDIT: bool = False
+    AUDIT_ARGUMENTS: Literal["none", "all"] = "none"
+    AUDIT_RETENTION_SECONDS: int = Field(default=30 * 86400, gt=0)
 
     @field_validator("PROTOCOL_VERSIONS")
     @classmethod

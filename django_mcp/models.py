@@ -1,6 +1,8 @@
-"""django-mcp's models. The tasks extension and sign-in keep theirs in their own subpackages."""
+"""django-mcp's models. The tasks extension and sign-in keep theirs in their own subpackages; the audit
+log's is in ``audit.py``."""
 
+from .audit import ToolCall
 from .auth.models import PersonalToken
 from .tasks.models import Task, TaskStatus
 
-__all__ = ["PersonalToken", "Task", "TaskStatus"]
+__all__ = ["PersonalToken", "Task", "TaskStatus", "ToolCall"]

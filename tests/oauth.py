@@ -15,7 +15,7 @@ def whoami(request: McpRequest) -> str:
     return request.user.get_username()
 
 
-@oauth_tools.register(scopes=["notes:write"])
+@oauth_tools.register(scopes=["notes:write"], audit_arguments=["text"])
 def write_note(request: McpRequest, text: str) -> str:
     """Needs the notes:write scope."""
     return f"{request.user.get_username()} wrote {text}"
@@ -35,7 +35,7 @@ async def slow_report(request: McpRequest, n: int = 1) -> str:
     return f"report {n} for {request.user.get_username()}"
 
 
-@oauth_tools.register
+@oauth_tools.register(audit_arguments="all")
 def echo(request: McpRequest, text: str) -> str:
     return text
 

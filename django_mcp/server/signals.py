@@ -12,5 +12,6 @@ Sent with ``sender`` the :class:`~django_mcp.Tool` and the keyword arguments ``r
 ``tool`` (its name), ``outcome`` (``"result"``, ``"error"`` for an ``isError`` result, ``"task"``
 for a task's handle, ``"input_required"`` for an MRTR round, ``"refused"`` for a JSON-RPC error,
 ``"cancelled"`` when the client went away)
-and ``duration`` (seconds, until the answer was ready; a task's body runs on after it).
+``duration`` (seconds, until the answer was ready; a task's body runs on after it) and ``definition``
+(the :class:`~django_mcp.Tool` itself).
 """

@@ -65,7 +65,9 @@ async def call_tool(context: ServerContext, request: McpRequest, params: CallToo
         raise
     finally:
         duration = time.monotonic() - started
-        await tool_called.asend(sender=Tool, request=request, tool=tool.name, outcome=outcome, duration=duration)
+        await tool_called.asend(
+            sender=Tool, request=request, tool=tool.name, outcome=outcome, duration=duration, definition=tool
+        )
 
 
 async def _call(tool: Tool, context: ServerContext, request: McpRequest, params: CallToolParams) -> dict[str, Any]:

@@ -42,6 +42,7 @@ class ToolOptions(TypedDict, total=False):
     permissions: Iterable[str]
     timeout_seconds: float
     rate_limit: str
+    audit_arguments: str | list[str]
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +71,9 @@ class Tool:
     has its own limit, the tasks extension's ``task_timeout_seconds``)."""
     rate_limit: str | None = None
     """Calls per caller and period (``"10/m"``), on top of ``DJANGO_MCP["RATE_LIMIT"]``."""
+    audit_arguments: str | tuple[str, ...] | None = None
+    """What the audit log keeps of a call's arguments: ``"none"``, ``"all"``, or the keys to redact;
+    None: ``DJANGO_MCP["AUDIT_ARGUMENTS"]``."""
     # Set when the schema was derived from the signature: arguments are then
     # converted to the annotated types before the handler sees them.
     arguments_model: type[BaseModel] | None = field(default=None, repr=False)
@@ -242,6 +246,7 @@ def build_tool(
     permissions: Iterable[str] = (),
     timeout_seconds: float | None = None,
     rate_limit: str | None = None,
+    audit_arguments: str | Iterable[str] | None = None,
     **extension_options: Any,
 ) -> Tool:
     """Describe ``handler`` as a tool, deriving what was not given from its signature and docstring.
@@ -250,7 +255,8 @@ def build_tool(
     ``requestState`` (its confirmation) cannot be replayed. ``scopes`` are the OAuth scopes a
     bearer token needs to call it; ``permissions`` the Django permissions its user needs to see
     and call it (see docs/sign-in.md). ``timeout_seconds`` bounds a call answered in the request; ``rate_limit``
-    (``"10/m"``) how often one caller may call it.
+    (``"10/m"``) how often one caller may call it; ``audit_arguments`` what the audit log keeps of its
+    arguments.
     """
     if not callable(handler):
         raise DefinitionError(f"Tool handler {handler!r} is not callable")
@@ -291,6 +297,19 @@ def build_tool(
             check_rate(rate_limit)
         except (ValueError, TypeError, AttributeError) as exc:
             raise DefinitionError(f"Tool {tool_name!r}: {exc}") from None
+    audited: str | tuple[str, ...] | None = None
+    if isinstance(audit_arguments, str):
+        if audit_arguments not in ("none", "all"):
+            raise DefinitionError(
+                f"Tool {tool_name!r}: audit_arguments is 'none', 'all' or a list of keys to redact, "
+                f"not {audit_arguments!r}"
+            )
+        audited = audit_arguments
+    elif audit_arguments is not None:
+        keys: list[Any] = list(audit_arguments) if isinstance(audit_arguments, list | tuple | set | frozenset) else [0]
+        if not all(isinstance(key, str) for key in keys):
+            raise DefinitionError(f"Tool {tool_name!r}: audit_arguments is 'none', 'all' or a list of keys to redact")
+        audited = tuple(keys)
     tool = Tool(
         name=tool_name,
         handler=handler,
@@ -310,6 +329,7 @@ def build_tool(
         permissions=tuple(sorted(checked_names(f"Tool {tool_name!r}", "permissions", permissions, PERMISSION))),
         timeout_seconds=timeout_seconds,
         rate_limit=rate_limit,
+        audit_arguments=audited,
     )
     try:
         tool.param_headers  # noqa: B018 - validate x-mcp-header annotations now, not per call
