@@ -27,6 +27,7 @@ from django.db import InterfaceError, OperationalError, connections
 
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, missing_capability
 from ..protocol.jsonrpc import notification
+from ..server import telemetry
 from ..server.context import McpRequest
 from ..server.lifecycle import shutting_down
 from ..server.mrtr import InputRequest
@@ -108,17 +109,22 @@ async def call_run(run: Run, task: TaskContext) -> Any:
     return value
 
 
-async def call_run_within(run: Run, task: TaskContext, tool: Tool) -> Any:
-    """:func:`call_run`, ended at the tool's ``task_timeout_seconds``: the task then fails "Task timed out"."""
+async def call_run_within(run: Run, task: RunningTask, tool: Tool) -> Any:
+    """:func:`call_run`, ended at the tool's ``task_timeout_seconds`` (the task then fails "Task timed
+    out"), in the task's span when OpenTelemetry is configured."""
     limit = tool.extension_options.get("task_timeout_seconds")
-    if limit is None:
-        return await call_run(run, task)
-    try:
-        async with asyncio.timeout(limit):
+
+    async def bounded(span: Any) -> Any:
+        if limit is None:
             return await call_run(run, task)
-    except TimeoutError:
-        # A sync body's thread cannot be stopped: it runs to its end, and what it returns is dropped.
-        raise McpJsonRpcError(INTERNAL_ERROR, f"Task timed out: it ran longer than {limit:g} s") from None
+        try:
+            async with asyncio.timeout(limit):
+                return await call_run(run, task)
+        except TimeoutError:
+            # A sync body's thread cannot be stopped: it runs to its end, and what it returns is dropped.
+            raise McpJsonRpcError(INTERNAL_ERROR, f"Task timed out: it ran longer than {limit:g} s") from None
+
+    return await telemetry.traced_task(tool.name, task.id, task.creator_link, bounded, task.traced_by)
 
 
 class TaskContext:
@@ -213,6 +219,11 @@ class RunningTask(TaskContext):
         self.work: asyncio.Future[Any] | None = None
         self.stopping = False
         self.gone = False  # the row is no longer active here (deleted, reaped elsewhere): nothing to record
+        self.creator_link: Any = None  # OpenTelemetry: a link to the request that created it
+        self.span: Any = None  # OpenTelemetry: the run's span, for its events
+
+    def traced_by(self, span: Any) -> None:
+        self.span = span
 
     async def aupdate(self, status_message: str) -> None:
         try:
@@ -321,6 +332,7 @@ class TaskRunner:
     def start(self, task: Task, tool: Tool, run: Run, capabilities: Mapping[str, Any]) -> asyncio.Task[None]:
         """Run ``run(context)`` in the background, supervised (called once the row is committed)."""
         context = RunningTask(self, task, tool, capabilities)
+        context.creator_link = telemetry.creator_link()  # called in the creating request, inside its span
         loop = asyncio.get_running_loop()
         self._running[context.id] = context
         for op in self._early.pop(context.id, ()):
@@ -395,6 +407,8 @@ class TaskRunner:
                 return False
             early.add(op)
             return True
+        if context.span is not None:
+            context.span.add_event("tasks/cancel" if op == "cancel" else "tasks/update")
         if op == "cancel":
             context._cancel()
             if context.work is not None:

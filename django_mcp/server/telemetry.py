@@ -1,0 +1,177 @@
+"""OpenTelemetry (the ``otel`` extra): a server span per MCP request and the ``mcp.server.operation.duration``
+histogram, named and attributed as OpenTelemetry's MCP semantic conventions say.
+
+The client's trace context comes from ``params._meta`` (``traceparent``, ``tracestate``, ``baggage``, as
+SEP-414 and the conventions say), else from the HTTP headers. Without ``opentelemetry-api``, or while no
+tracer or meter provider is configured, nothing is built: one check per request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from functools import cache
+from typing import Any, TypeVar
+
+from ..protocol.errors import McpJsonRpcError
+from .context import McpRequest
+
+T = TypeVar("T")
+_TARGETS = {"tools/call": ("name", "gen_ai.tool.name"), "prompts/get": ("name", "gen_ai.prompt.name")}
+_RESOURCE_METHODS = {"resources/read", "resources/subscribe", "resources/unsubscribe"}
+
+
+@cache
+def _otel() -> Any:
+    try:
+        from opentelemetry import metrics, propagate, trace
+    except ImportError:
+        return None
+    return trace, metrics, propagate
+
+
+def active() -> bool:
+    """Whether a tracer or meter provider is configured (the API's defaults are proxies until one is)."""
+    otel = _otel()
+    if otel is None:
+        return False
+    trace, metrics, _ = otel
+    return type(trace.get_tracer_provider()).__name__ != "ProxyTracerProvider" or (
+        type(metrics.get_meter_provider()).__name__ != "_ProxyMeterProvider"
+    )
+
+
+@cache
+def _instruments() -> tuple[Any, Any]:
+    trace, metrics, _ = _otel()
+    from .. import __version__
+
+    tracer = trace.get_tracer("django_mcp", __version__)
+    duration = metrics.get_meter("django_mcp", __version__).create_histogram(
+        "mcp.server.operation.duration", unit="s", description="MCP request duration as observed on the receiver"
+    )
+    return tracer, duration
+
+
+def remote_context(meta: Any, headers: Mapping[str, str]) -> Any:
+    """The client's trace context: ``params._meta`` first (SEP-414), the HTTP headers as a fallback."""
+    _, _, propagate = _otel()
+    carrier = meta if isinstance(meta, Mapping) and "traceparent" in meta else headers
+    return propagate.extract({k: v for k, v in carrier.items() if isinstance(v, str)})
+
+
+def attributes(request: McpRequest) -> tuple[str, dict[str, Any]]:
+    """The span's name and attributes for ``request``."""
+    method = request.method
+    attrs: dict[str, Any] = {"mcp.method.name": method, "mcp.protocol.version": request.protocol_version}
+    name = method
+    target = _TARGETS.get(method)
+    if target is not None and isinstance(request.params.get(target[0]), str):
+        attrs[target[1]] = request.params[target[0]]
+        name = f"{method} {request.params[target[0]]}"
+        if method == "tools/call":
+            attrs["gen_ai.operation.name"] = "execute_tool"
+    if method in _RESOURCE_METHODS and isinstance(request.params.get("uri"), str):
+        attrs["mcp.resource.uri"] = request.params["uri"]
+    if request.id is not None:
+        attrs["jsonrpc.request.id"] = str(request.id)
+    session = request.headers.get("mcp-session-id")
+    if session:
+        attrs["mcp.session.id"] = hashlib.sha256(session.encode()).hexdigest()[:32]  # never the id itself
+    attrs["network.transport"] = "tcp"
+    attrs["network.protocol.name"] = "http"
+    return name, attrs
+
+
+async def traced(request: McpRequest, serve: Callable[[], Awaitable[T]]) -> T:
+    """``serve()`` inside the request's server span, its duration recorded."""
+    if not active():
+        return await serve()
+    trace = _otel()[0]
+    tracer, duration = _instruments()
+    name, attrs = attributes(request)
+    parent = remote_context(request.params.get("_meta"), request.headers)
+    ambient = trace.get_current_span().get_span_context()  # e.g. an HTTP server span: linked, not a parent
+    links = [trace.Link(ambient)] if ambient.is_valid else []
+    started = time.perf_counter()
+    with tracer.start_as_current_span(
+        name, context=parent, kind=trace.SpanKind.SERVER, attributes=attrs, links=links, record_exception=False
+    ) as span:
+        try:
+            result = await serve()
+        except McpJsonRpcError as exc:
+            _failed(span, trace, attrs, str(exc.code), exc.message)
+            raise
+        except Exception as exc:
+            _failed(span, trace, attrs, type(exc).__qualname__, str(exc))
+            raise
+        else:
+            if isinstance(result, dict) and result.get("isError") is True:
+                _failed(span, trace, attrs, "tool_error", None)
+            return result
+        finally:
+            duration.record(time.perf_counter() - started, {k: v for k, v in attrs.items() if k in _METRIC_KEYS})
+
+
+_METRIC_KEYS = {
+    "mcp.method.name",
+    "mcp.protocol.version",
+    "gen_ai.tool.name",
+    "gen_ai.prompt.name",
+    "error.type",
+    "rpc.response.status_code",
+    "network.transport",
+    "network.protocol.name",
+}
+
+
+def _failed(span: Any, trace: Any, attrs: dict[str, Any], error_type: str, message: str | None) -> None:
+    attrs["error.type"] = error_type
+    span.set_attribute("error.type", error_type)
+    if error_type.lstrip("-").isdigit():
+        attrs["rpc.response.status_code"] = error_type
+        span.set_attribute("rpc.response.status_code", error_type)
+    span.set_status(trace.Status(trace.StatusCode.ERROR, message))
+
+
+def creator_link() -> Any:
+    """A link to the current span (the ``tools/call`` creating a task), or None: its task's span links it."""
+    if not active():
+        return None
+    trace = _otel()[0]
+    context = trace.get_current_span().get_span_context()
+    return trace.Link(context) if context.is_valid else None
+
+
+async def traced_task(
+    tool: str, task_id: str, link: Any, run: Callable[[Any], Awaitable[T]], on_span: Callable[[Any], None]
+) -> T:
+    """``run(span)``: a task's body inside a span of its own (``task {tool}``), linked to the request that
+    created it; ``on_span`` gets the span (for the task's events: inputs answered, cancelled)."""
+    if not active():
+        return await run(None)
+    trace = _otel()[0]
+    tracer, _ = _instruments()
+    attrs = {"gen_ai.tool.name": tool, "gen_ai.operation.name": "execute_tool", "mcp.task.id": task_id}
+    with tracer.start_as_current_span(
+        f"task {tool}",
+        context=trace.set_span_in_context(trace.INVALID_SPAN),
+        kind=trace.SpanKind.INTERNAL,
+        attributes=attrs,
+        links=[link] if link is not None else [],
+        record_exception=False,
+    ) as span:
+        on_span(span)
+        try:
+            result = await run(span)
+        except McpJsonRpcError as exc:
+            _failed(span, trace, {}, str(exc.code), exc.message)
+            raise
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # cancelled
+                span.add_event("cancelled")
+            else:
+                _failed(span, trace, {}, type(exc).__qualname__, str(exc))
+            raise
+        return result
