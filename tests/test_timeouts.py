@@ -69,6 +69,9 @@ def test_a_bad_task_timeout_is_check_e006():
     server = McpServer(tools=tools, extension_plugins=[McpTasks()], urls_namespace="bad_task_timeout")
     from unittest import mock
 
-    with mock.patch("django_mcp.checks.built_servers", return_value=[server]):
-        [error] = check_servers()
+    try:
+        with mock.patch("django_mcp.checks.built_servers", return_value=[server]):
+            [error] = check_servers()
+    finally:
+        tools.unregister("t")  # the plugin outlives the test (shutdown hooks): leave no bad tool to other checks
     assert error.id == "django_mcp.E006" and "task_timeout_seconds must be a positive number" in error.msg
