@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from asgiref.sync import sync_to_async
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -31,9 +32,9 @@ def otel(monkeypatch):
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
     meter_provider = MeterProvider(metric_readers=[reader])
-    histogram = meter_provider.get_meter("django_mcp").create_histogram("mcp.server.operation.duration", unit="s")
+    made = telemetry.instruments(tracer_provider.get_tracer("django_mcp"), meter_provider.get_meter("django_mcp"))
     monkeypatch.setattr(telemetry, "active", lambda: True)
-    monkeypatch.setattr(telemetry, "_instruments", lambda: (tracer_provider.get_tracer("django_mcp"), histogram))
+    monkeypatch.setattr(telemetry, "_instruments", lambda: made)
     return spans, reader
 
 
@@ -41,6 +42,10 @@ def otel(monkeypatch):
 async def _stop_tasks():
     yield
     await stop_all_tasks()
+
+
+def metrics(reader):
+    return [m for rm in reader.get_metrics_data().resource_metrics for sm in rm.scope_metrics for m in sm.metrics]
 
 
 def named(spans, name):
@@ -61,8 +66,7 @@ async def test_a_tools_call_is_a_server_span_under_the_clients_context(async_cli
     assert attrs["mcp.method.name"] == "tools/call" and attrs["gen_ai.tool.name"] == "plain"
     assert attrs["gen_ai.operation.name"] == "execute_tool" and attrs["mcp.protocol.version"] == "2026-07-28"
     assert attrs["jsonrpc.request.id"] == "7" and "error.type" not in attrs
-    [metric] = [m for rm in reader.get_metrics_data().resource_metrics for sm in rm.scope_metrics for m in sm.metrics]
-    assert metric.name == "mcp.server.operation.duration"
+    [metric] = [m for m in metrics(reader) if m.name == "mcp.server.operation.duration"]
     point = metric.data.data_points[0]
     assert point.count == 1 and point.attributes["gen_ai.tool.name"] == "plain"
 
@@ -118,3 +122,31 @@ async def test_the_handshake_era_records_a_hashed_session_id(async_client, otel)
 
 def test_without_a_provider_nothing_is_traced():
     assert telemetry.active() is False  # the API's proxies: no SDK configured in this process
+
+
+async def test_gauges_count_tasks_by_status_queued_fleet_tasks_and_listen_streams(async_client, otel):
+    from tests.test_fleet import create as fleet_create
+
+    _, reader = otel
+    handle = (await rpc(async_client, "tools/call", {"name": "slow", "arguments": {"seconds": 30}}))["result"]
+    await fleet_create(async_client, "sleeper", {"seconds": 0.05})  # queued: no worker claimed it
+    found = await sync_to_async(metrics)(reader)  # the gauges query the database: off the loop, as a reader does
+    points = {m.name: m.data.data_points for m in found}
+    tasks = {(p.attributes["mcp.server"], p.attributes["mcp.task.status"]): p.value for p in points["django_mcp.tasks"]}
+    assert tasks[("mcp_tasks", "working")] == 1 and tasks[("mcp_fleet", "working")] == 1
+    assert [(p.attributes["mcp.server"], p.value) for p in points["django_mcp.fleet.queued"]] == [("mcp_fleet", 1)]
+    assert [p.value for p in points["django_mcp.listen.streams"]] == [0]
+    await rpc(async_client, "tasks/cancel", {"taskId": handle["taskId"]})
+
+
+async def test_a_fleet_workers_run_links_to_the_request_that_created_the_task(async_client, otel):
+    from django_mcp.tasks import fleet
+    from tests.test_fleet import NAMESPACE
+    from tests.test_fleet import create as fleet_create
+
+    spans, _ = otel
+    handle = await fleet_create(async_client, "sleeper", {"seconds": 0.01})
+    creation = named(spans, "tools/call sleeper")
+    assert await fleet.arun(handle["taskId"], NAMESPACE) == "completed"  # no span around it: as on a worker
+    run = named(spans, "task sleeper")
+    assert [link.context.span_id for link in run.links] == [creation.context.span_id]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from functools import cache
 from typing import Any, TypeVar
 
@@ -42,16 +42,47 @@ def active() -> bool:
     )
 
 
+Observation = tuple[float, Mapping[str, str]]
+_gauges: list[tuple[str, str, Callable[[], Iterable[Observation]]]] = []  # process-wide: declared at import
+
+
+def gauge(name: str, description: str, observe: Callable[[], Iterable[Observation]]) -> None:
+    """Declare an observable gauge (before the first traced request): ``observe()`` yields (value, attributes),
+    called by the metric reader's thread at each collection."""
+    _gauges.append((name, description, observe))
+
+
 @cache
 def _instruments() -> tuple[Any, Any]:
     trace, metrics, _ = _otel()
     from .. import __version__
 
-    tracer = trace.get_tracer("django_mcp", __version__)
-    duration = metrics.get_meter("django_mcp", __version__).create_histogram(
+    return instruments(trace.get_tracer("django_mcp", __version__), metrics.get_meter("django_mcp", __version__))
+
+
+def instruments(tracer: Any, meter: Any) -> tuple[Any, Any]:
+    """The tracer and the duration histogram; the declared gauges are created on ``meter`` too."""
+    from opentelemetry.metrics import Observation as Observed
+
+    for name, description, observe in _gauges:
+
+        def callback(options: Any, observe: Callable[[], Iterable[Observation]] = observe) -> list[Any]:
+            return [Observed(value, dict(attrs)) for value, attrs in observe()]
+
+        meter.create_observable_gauge(name, callbacks=[callback], description=description)
+    duration = meter.create_histogram(
         "mcp.server.operation.duration", unit="s", description="MCP request duration as observed on the receiver"
     )
     return tracer, duration
+
+
+def _open_streams() -> Iterable[Observation]:
+    from .listen import open_listen_streams
+
+    yield float(open_listen_streams()), {}
+
+
+gauge("django_mcp.listen.streams", "Listen streams this process holds open", _open_streams)
 
 
 def remote_context(meta: Any, headers: Mapping[str, str]) -> Any:
@@ -133,6 +164,25 @@ def _failed(span: Any, trace: Any, attrs: dict[str, Any], error_type: str, messa
         attrs["rpc.response.status_code"] = error_type
         span.set_attribute("rpc.response.status_code", error_type)
     span.set_status(trace.Status(trace.StatusCode.ERROR, message))
+
+
+def current_traceparent() -> str:
+    """The W3C traceparent of the current span (stored with a task, for a worker's link), or ""."""
+    if not active():
+        return ""
+    _, _, propagate = _otel()
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return carrier.get("traceparent", "")[:64]
+
+
+def link_to(traceparent: str) -> Any:
+    """A link to the span a stored traceparent names, or None."""
+    if not traceparent or not active():
+        return None
+    trace, _, propagate = _otel()
+    context = trace.get_current_span(propagate.extract({"traceparent": traceparent})).get_span_context()
+    return trace.Link(context) if context.is_valid else None
 
 
 def creator_link() -> Any:

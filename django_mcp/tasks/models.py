@@ -165,6 +165,14 @@ class Task(models.Model):
         help_text="The Django Tasks backend the body was enqueued on; empty: "
         "it runs in the web process that created it.",
     )
+    traceparent = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",  # processes of an older version, during a rolling deploy, insert without it
+        help_text="OpenTelemetry: the W3C traceparent of the tools/call that created the task, which its run's "
+        "span links to (on a fleet worker too). Empty without tracing.",
+    )
     job_id = models.CharField(max_length=64, blank=True, default="", help_text="The backend's id for the job.")
     lease_expires_at = models.DateTimeField(
         null=True,

@@ -17,11 +17,13 @@ from pydantic import BaseModel, Field, StrictStr
 
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params, missing_capability
 from ..protocol.jsonrpc import notification
+from ..server import telemetry
 from ..server.context import McpRequest, needs_asgi
 from ..server.extensions import ExtensionMethod, ExtensionPlugin, ExtensionResult, ListenSubscription, ProceedToolCall
 from ..server.lifecycle import shutting_down
 from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
 from ..server.params import Params, parse_params
+from . import gauges  # noqa: F401  (declares the tasks' OpenTelemetry gauges)
 from . import store as task_store
 from .conf import get_tasks_settings
 from .models import ACTIVE, Task, creator_fields
@@ -464,6 +466,7 @@ class McpTasks(ExtensionPlugin):
                 request_meta=request_meta,
                 backend=backend or "",
                 counted_as=self.counted_as(request),
+                traceparent=telemetry.current_traceparent(),
                 **creator_fields(request.auth, request.user),
             )
         except task_store.TaskLimitReached as reached:

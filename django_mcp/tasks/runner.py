@@ -332,7 +332,8 @@ class TaskRunner:
     def start(self, task: Task, tool: Tool, run: Run, capabilities: Mapping[str, Any]) -> asyncio.Task[None]:
         """Run ``run(context)`` in the background, supervised (called once the row is committed)."""
         context = RunningTask(self, task, tool, capabilities)
-        context.creator_link = telemetry.creator_link()  # called in the creating request, inside its span
+        # In the creating request, inside its span; on a fleet worker, from the row.
+        context.creator_link = telemetry.creator_link() or telemetry.link_to(task.traceparent)
         loop = asyncio.get_running_loop()
         self._running[context.id] = context
         for op in self._early.pop(context.id, ()):

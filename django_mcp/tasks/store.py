@@ -278,6 +278,7 @@ def create(
     request_meta: Mapping[str, Any] | None = None,
     backend: str = "",
     counted_as: str = "",
+    traceparent: str = "",
     **creator: Any,
 ) -> Task:
     """Insert a ``working`` task, committed (durably) before this returns.
@@ -306,6 +307,7 @@ def create(
         lease_expires_at=now + timedelta(seconds=lease_seconds) if lease_seconds is not None else None,
         request_meta=dict(request_meta or {}),
         backend=backend,
+        traceparent=traceparent,
         **creator,  # user and owner_kind: who created it, for people reading the admin
     )
     # Every creation on a server updates its counter row, whose lock is held until commit. On
