@@ -102,3 +102,9 @@ if os.environ.get("DJANGO_MCP_TEST_RQ_URL"):  # the live fleet test's rq leg (it
     INSTALLED_APPS += ["django_rq"]
     TASKS["rq"] = {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["mcp"]}
     RQ_QUEUES = {"mcp": {"URL": os.environ["DJANGO_MCP_TEST_RQ_URL"], "DEFAULT_TIMEOUT": -1}}
+
+# Live tests: the server processes export their spans as JSON lines (tests/otel_export.py).
+if os.environ.get("DJANGO_MCP_TEST_OTEL_DIR"):
+    from tests.otel_export import setup as _otel_setup
+
+    _otel_setup(os.environ["DJANGO_MCP_TEST_OTEL_DIR"])

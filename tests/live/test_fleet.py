@@ -113,6 +113,7 @@ def fleet(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         db_name = connection.settings_dict["NAME"]
     marks = Path(tempfile.mkdtemp(prefix="fleet-marks-"))
+    spans = Path(tempfile.mkdtemp(prefix="fleet-spans-"))
     redis = Redis()
     redis.start()
     env = {
@@ -124,6 +125,7 @@ def fleet(django_db_setup, django_db_blocker):
         "DJANGO_MCP_TEST_LEASE": str(LEASE),
         "DJANGO_MCP_TEST_GRACE": str(GRACE),
         "FLEET_MARKS": str(marks),
+        "DJANGO_MCP_TEST_OTEL_DIR": str(spans),  # every process exports its spans (tests/otel_export.py)
         "PYTHONUNBUFFERED": "1",
     }
     webs: dict[str, Any] = {}
@@ -135,7 +137,7 @@ def fleet(django_db_setup, django_db_blocker):
             )
         for worker in workers.values():
             worker.start()
-        yield {"web": webs, "workers": workers, "marks": marks, "env": env}
+        yield {"web": webs, "workers": workers, "marks": marks, "env": env, "spans": spans}
     finally:
         for worker in workers.values():
             worker.stop()
@@ -143,6 +145,7 @@ def fleet(django_db_setup, django_db_blocker):
             web.stop()
         redis.stop()
         shutil.rmtree(marks, ignore_errors=True)
+        shutil.rmtree(spans, ignore_errors=True)
         FIGURES_FILE.write_text(json.dumps(FIGURES, indent=2))
 
 
@@ -191,6 +194,41 @@ def worker_by_pid(fleet, pid: int) -> DbWorker:
         if worker.alive() and worker.pid == pid:
             return worker
     raise AssertionError(f"the body ran in {pid}, not in a db_worker of this test")
+
+
+async def test_a_trace_follows_the_task_from_web_a_to_the_worker_and_web_b(fleet):
+    from tests.otel_export import read
+
+    a, b = url(fleet, "A"), url(fleet, "B")
+    client_trace = "5a" * 16
+
+    async def traced(to, method, params, span_id):
+        body = request_body(method, params, capabilities=EXT, traceparent=f"00-{client_trace}-{span_id}-01")
+        response = await client.post(to, content=json.dumps(body), headers={**headers_for(body), **TENANT})
+        return response.json()
+
+    async with httpx.AsyncClient(timeout=10) as client:
+        created = await traced(a, "tools/call", {"name": "sleeper", "arguments": {"seconds": 0.05}}, "a" * 16)
+        task_id = created["result"]["taskId"]
+        for _ in range(400):
+            got = await traced(b, "tasks/get", {"taskId": task_id}, "b" * 16)
+            if got["result"]["status"] == "completed":
+                break
+            await asyncio.sleep(0.02)
+        assert got["result"]["status"] == "completed", got
+    spans = []
+    for _ in range(100):  # the worker's span ends as its run does, just after the row is written
+        spans = read(fleet["spans"])
+        if any(s["name"] == "task sleeper" and s["attributes"].get("mcp.task.id") == task_id for s in spans):
+            break
+        await asyncio.sleep(0.05)
+    creation = next(s for s in spans if s["name"] == "tools/call sleeper" and s["trace_id"] == client_trace)
+    run = next(s for s in spans if s["name"] == "task sleeper" and s["attributes"].get("mcp.task.id") == task_id)
+    reads = [s for s in spans if s["name"] == "tasks/get" and s["trace_id"] == client_trace]
+    assert creation["parent_span_id"] == "a" * 16 and creation["pid"] == fleet["web"]["A"].proc.pid
+    assert run["links"] == [creation["span_id"]] and run["pid"] in {w.pid for w in fleet["workers"].values()}
+    assert reads and {s["parent_span_id"] for s in reads} == {"b" * 16}
+    assert {s["pid"] for s in reads} == {fleet["web"]["B"].proc.pid}
 
 
 async def test_create_update_complete_across_web_processes_and_workers(fleet):
