@@ -329,6 +329,23 @@ def goals(
             for scenario, stored in (("tools/call", None), ("tasks/get", small))
         ],
     )
+    # 4d. tracing on (an SDK configured) / off (the API installed, no provider)
+    goal(
+        "tracing on costs little",
+        "≥ 0.8×",
+        [
+            ratio_part(
+                f"uvicorn sqlite traced / uvicorn sqlite, {scenario} (req/s)",
+                scenario,
+                "django_mcp uvicorn sqlite traced",
+                "django_mcp uvicorn sqlite",
+                0.8,
+                stored,
+                stored_theirs=stored,
+            )
+            for scenario, stored in (("tools/call", None), ("tasks/get", small))
+        ],
+    )
     # 5. a finished task seen on a listen stream (lowest concurrency measured: 1 in a full run)
     parts = []
     for target in (

@@ -56,7 +56,7 @@ VENV_SPECS = {
     "sdk": ["mcp>=2.3,<2.4", *SERVER_PINS],
     "mcpz": ["django-mcpz==1.2.0", *SERVER_PINS],
 }
-HARNESS_EXTRA = [*SERVER_PINS, "matplotlib>=3.8", "py-spy>=0.3.14"]
+HARNESS_EXTRA = [*SERVER_PINS, "matplotlib>=3.8", "py-spy>=0.3.14", "opentelemetry-sdk>=1.30"]
 
 
 # ---------------------------------------------------------------------------------------------- config
@@ -128,6 +128,7 @@ class Target:
 
 
 LIMITED = ("BENCH_RATE_LIMIT", "100000000/h")
+TRACED = ("BENCH_OTEL", "1")
 
 
 def all_targets() -> list[Target]:
@@ -278,7 +279,7 @@ def harness_requirements() -> list[str]:
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    return [*project["dependencies"], *extras["postgres"], *extras["redis"], *HARNESS_EXTRA]
+    return [*project["dependencies"], *extras["postgres"], *extras["redis"], *extras["otel"], *HARNESS_EXTRA]
 
 
 def ensure_venv(name: str, base_python: str) -> tuple[bool, str]:

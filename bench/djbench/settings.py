@@ -80,3 +80,18 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
 }
+
+if os.environ.get("BENCH_OTEL") == "1":  # the "traced" target: spans and metrics made, exported nowhere
+    from opentelemetry import metrics, trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class _Nowhere(SpanExporter):
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    _provider = TracerProvider()
+    _provider.add_span_processor(BatchSpanProcessor(_Nowhere()))
+    trace.set_tracer_provider(_provider)
+    metrics.set_meter_provider(MeterProvider())
