@@ -346,6 +346,20 @@ def goals(
             for scenario, stored in (("tools/call", None), ("tasks/get", small))
         ],
     )
+    # 4e. the audit log on / off (tools/call: the calls it records)
+    goal(
+        "the audit log costs little",
+        "≥ 0.8×",
+        [
+            ratio_part(
+                "uvicorn sqlite audited / uvicorn sqlite, tools/call (req/s)",
+                "tools/call",
+                "django_mcp uvicorn sqlite audited",
+                "django_mcp uvicorn sqlite",
+                0.8,
+            )
+        ],
+    )
     # 5. a finished task seen on a listen stream (lowest concurrency measured: 1 in a full run)
     parts = []
     for target in (

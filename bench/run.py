@@ -129,6 +129,7 @@ class Target:
 
 LIMITED = ("BENCH_RATE_LIMIT", "100000000/h")
 TRACED = ("BENCH_OTEL", "1")
+AUDITED = ("BENCH_AUDIT", "1")
 
 
 def all_targets() -> list[Target]:

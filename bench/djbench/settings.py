@@ -67,6 +67,7 @@ DJANGO_MCP = {
     "SERVER_NAME": "bench-django-mcp",
     "SERVER_VERSION": "0.1.0",
     "RATE_LIMIT": os.environ.get("BENCH_RATE_LIMIT"),  # the "limited" target: counted, never reached
+    "AUDIT": os.environ.get("BENCH_AUDIT") == "1",  # the "audited" target: a row per tools/call
     # The harness stops servers itself (SIGTERM, then SIGKILL after the memory scenario).
     "SHUTDOWN_GRACE_SECONDS": 0,
 }
