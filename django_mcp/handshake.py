@@ -34,6 +34,7 @@ from .protocol.handshake import (
 )
 from .protocol.jsonrpc import LOG_LEVELS, RequestMeta, dumps, parse_message, readable_id
 from .protocol.ladder import Rejection
+from .server import telemetry
 from .server.context import McpRequest
 from .server.listen import CONTROL_TYPE, ListenStream
 from .server.mrtr import InputRequest
@@ -139,6 +140,7 @@ async def admit_post(
     if message.is_notification:
         if message.method == "notifications/cancelled":
             _cancel_running(session, message.params.get("requestId"))
+        telemetry.notified(message.method, message.params, headers, version)
         raise Handled(accepted())
     if message.method in MODERN_ONLY_METHODS:
         error = method_not_found(message.method)
@@ -184,14 +186,19 @@ async def _initialize(
         namespace=server.urls_namespace,
         era="handshake",
     )
-    context = server.dispatcher.context_for(probe)
-    result: dict[str, Any] = {
-        "protocolVersion": version,
-        "capabilities": context.capabilities,
-        "serverInfo": context.options.server_info(),
-    }
-    if context.options.instructions is not None:
-        result["instructions"] = context.options.instructions
+
+    async def answer() -> dict[str, Any]:
+        context = server.dispatcher.context_for(probe)
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": context.capabilities,
+            "serverInfo": context.options.server_info(),
+        }
+        if context.options.instructions is not None:
+            result["instructions"] = context.options.instructions
+        return result
+
+    result = await (telemetry.traced(probe, answer) if telemetry.active() else answer())
     response = _json({"jsonrpc": "2.0", "id": request_id, "result": result})
     response["Mcp-Session-Id"] = session.id
     return response

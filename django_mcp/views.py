@@ -7,6 +7,7 @@ import contextlib
 import logging
 import sys
 from collections.abc import AsyncIterator, Coroutine, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -27,6 +28,7 @@ from .protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
 from .protocol.handshake import is_handshake_era
 from .protocol.jsonrpc import WireJSONEncoder, error_response, parse_json, result_response
 from .protocol.ladder import Rejection, admit_message, check_media_types, check_origin
+from .server import telemetry
 from .server.context import McpRequest, needs_asgi
 from .server.lifecycle import lifecycle
 from .server.listen import ListenStream, admit_stream
@@ -248,6 +250,8 @@ async def handle_post(server: McpServer, request: HttpRequest) -> HttpResponseBa
         return _error(exc, None)
     if admitted.meta is None:
         # Notifications (e.g. notifications/cancelled) are accepted and ignored on HTTP.
+        message = admitted.message
+        telemetry.notified(message.method, message.params, headers, headers.get("mcp-protocol-version", ""))
         return handshake.accepted()
     await _resolve_user(request)
     message = admitted.message
@@ -280,6 +284,8 @@ async def _resolve_user(request: HttpRequest) -> None:
 
 async def _serve_modern(server: McpServer, context: McpRequest) -> dict[str, Any] | ListenStream:
     await _started(server, context)
+    if telemetry.active():
+        return await telemetry.traced(context, partial(server.dispatcher.dispatch, context))
     return await server.dispatcher.dispatch(context)
 
 
@@ -321,7 +327,7 @@ async def _serve_handshake(server: McpServer, context: McpRequest, session: Any)
             result = served
         return result
 
-    work = asyncio.ensure_future(serve())
+    work = asyncio.ensure_future(telemetry.traced(context, serve) if telemetry.active() else serve())
     handshake.track(session, context.id, work)  # notifications/cancelled cancels this, not the response
     try:
         result = await work

@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from django_mcp.server import telemetry
 from tests.task_servers import stop_all_tasks
 from tests.test_tasks import rpc, wait_for
+from tests.wire import post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -115,9 +116,14 @@ async def test_the_handshake_era_records_a_hashed_session_id(async_client, otel)
     spans, _ = otel
     session, _ = await initialize(async_client, path="/mcp-tasks/")
     await session_rpc(async_client, session, "tools/call", {"name": "plain"}, path="/mcp-tasks/")
+    await session_rpc(async_client, session, "ping", path="/mcp-tasks/")
     span = named(spans, "tools/call plain")
     assert span.attributes["mcp.protocol.version"] == "2025-11-25"
     assert len(span.attributes["mcp.session.id"]) == 32 and span.attributes["mcp.session.id"] != session
+    assert named(spans, "initialize").attributes["mcp.method.name"] == "initialize"
+    assert named(spans, "ping").attributes["mcp.session.id"] == span.attributes["mcp.session.id"]
+    initialized = named(spans, "notifications/initialized")  # a notification: a span of its own, no answer
+    assert initialized.kind == trace.SpanKind.SERVER
 
 
 def test_without_a_provider_nothing_is_traced():
@@ -150,3 +156,13 @@ async def test_a_fleet_workers_run_links_to_the_request_that_created_the_task(as
     assert await fleet.arun(handle["taskId"], NAMESPACE) == "completed"  # no span around it: as on a worker
     run = named(spans, "task sleeper")
     assert [link.context.span_id for link in run.links] == [creation.context.span_id]
+
+
+async def test_a_notification_is_a_span_of_its_own(async_client, otel):
+
+    spans, _ = otel
+    body = request_body("notifications/cancelled", {"requestId": 9}, traceparent=TRACEPARENT)
+    del body["id"]
+    assert (await post(async_client, body, path="/mcp-tasks/")).status_code == 202
+    span = named(spans, "notifications/cancelled")
+    assert format(span.context.trace_id, "032x") == CLIENT_TRACE and "jsonrpc.request.id" not in span.attributes

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from ..protocol.errors import method_not_found, missing_capability
 from ..protocol.jsonrpc import META_SERVER_INFO
 from ..protocol.ladder import SUPPORTED_VERSIONS
-from . import completion, prompt_methods, resource_methods, subscriptions, telemetry, tool_methods
+from . import completion, prompt_methods, resource_methods, subscriptions, tool_methods
 from .context import McpRequest
 from .extensions import ExtensionMethod, ExtensionPlugin
 from .listen import ListenStream
@@ -210,13 +210,7 @@ class Dispatcher:
         return capability == "logging"
 
     async def dispatch(self, request: McpRequest) -> dict[str, Any] | ListenStream:
-        """Serve one admitted request: a result, a listen stream, or ``McpJsonRpcError`` (traced, when
-        OpenTelemetry is configured)."""
-        if telemetry.active():
-            return await telemetry.traced(request, partial(self._dispatch, request))
-        return await self._dispatch(request)
-
-    async def _dispatch(self, request: McpRequest) -> dict[str, Any] | ListenStream:
+        """Serve one admitted request: a result, a listen stream, or ``McpJsonRpcError``."""
         enforce_request_rate(request)
         core = CORE_METHODS.get(request.method)
         if core is None:

@@ -185,6 +185,20 @@ def link_to(traceparent: str) -> Any:
     return trace.Link(context) if context.is_valid else None
 
 
+def notified(method: str, params: Mapping[str, Any], headers: Mapping[str, str], version: str) -> None:
+    """A notification's span: it has no answer, so the span ends as it is received."""
+    if not active():
+        return
+    trace = _otel()[0]
+    tracer, _ = _instruments()
+    attrs = {"mcp.method.name": method, "mcp.protocol.version": version, "network.transport": "tcp"}
+    session = headers.get("mcp-session-id")
+    if session:
+        attrs["mcp.session.id"] = hashlib.sha256(session.encode()).hexdigest()[:32]
+    parent = remote_context(params.get("_meta"), headers)
+    tracer.start_span(method, context=parent, kind=trace.SpanKind.SERVER, attributes=attrs).end()
+
+
 def creator_link() -> Any:
     """A link to the current span (the ``tools/call`` creating a task), or None: its task's span links it."""
     if not active():
