@@ -35,6 +35,7 @@ from .protocol.handshake import (
 from .protocol.jsonrpc import LOG_LEVELS, RequestMeta, dumps, parse_message, readable_id
 from .protocol.ladder import Rejection
 from .server import telemetry
+from .server.access import visible
 from .server.context import McpRequest
 from .server.listen import CONTROL_TYPE, ListenStream
 from .server.mrtr import InputRequest
@@ -225,7 +226,8 @@ async def serve_handshake_only(
         raise invalid_params(f"Invalid params for {method}: uri must be a string")
     if not len(server.resources) or not has_channel_layer():
         raise method_not_found(method)
-    if server.resources.resolve(uri) is None:
+    found = server.resources.resolve(uri)
+    if found is None or not await visible(context, [found[0]]):  # one it may not see does not exist
         raise invalid_params(f"Resource not found: {uri}", {"uri": uri})
     subscribe = method == "resources/subscribe"
     if subscribe and uri not in session.subscriptions:

@@ -285,8 +285,15 @@ async def _resolve_user(request: HttpRequest) -> None:
 async def _serve_modern(server: McpServer, context: McpRequest) -> dict[str, Any] | ListenStream:
     await _started(server, context)
     if telemetry.active():
-        return await telemetry.traced(context, partial(server.dispatcher.dispatch, context))
+        return await telemetry.traced(context, partial(server.dispatcher.dispatch, context), _served_by(server))
     return await server.dispatcher.dispatch(context)
+
+
+def _served_by(server: McpServer) -> telemetry.Known:
+    def known(method: str, name: str) -> bool:
+        return (server.tools if method == "tools/call" else server.prompts).get(name) is not None
+
+    return known
 
 
 async def _started(server: McpServer, context: McpRequest) -> None:
@@ -327,7 +334,9 @@ async def _serve_handshake(server: McpServer, context: McpRequest, session: Any)
             result = served
         return result
 
-    work = asyncio.ensure_future(telemetry.traced(context, serve) if telemetry.active() else serve())
+    work = asyncio.ensure_future(
+        telemetry.traced(context, serve, _served_by(server)) if telemetry.active() else serve()
+    )
     handshake.track(session, context.id, work)  # notifications/cancelled cancels this, not the response
     try:
         result = await work

@@ -161,3 +161,17 @@ def test_an_incomplete_jwt_setting_is_a_check_error():
 
     with pytest.raises(SystemCheckError, match="OAUTH_JWT"):
         call_command("check")
+
+
+async def test_a_remembered_jwt_is_still_checked_for_the_resource_it_is_used_at(
+    async_client, issuer, jwt_settings, alice
+):
+    token = issuer.token()  # for http://testserver/mcp-oauth
+    assert (await _call(async_client, token)).status_code == 200
+    body = request_body("tools/call", {"name": "whoami"})
+    from tests.wire import asgi_exchange, asgi_scope
+
+    # The same token, at http://localhost/mcp-oauth:
+    scope = asgi_scope(body, {"Authorization": f"Bearer {token}"}, host="localhost", path="/mcp-oauth")
+    elsewhere = await asgi_exchange(scope, json.dumps(body).encode())
+    assert elsewhere.status_code == 401  # another resource, remembered or not

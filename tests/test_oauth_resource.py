@@ -420,3 +420,71 @@ async def test_the_handshake_era_signs_in_and_steps_up_the_same_way(async_client
     refused = await send(note, session)
     assert refused.status_code == 403 and 'scope="mcp notes:write"' in refused["WWW-Authenticate"]
     assert json.loads(refused.content)["id"] == 7
+
+
+def test_a_verification_that_began_before_a_revocation_is_not_remembered():
+    from django_mcp.auth import cache
+    from django_mcp.auth.tokens import VerifiedToken
+
+    user = User(username="x", pk=1)
+    since = cache.generation()
+    cache.forget_all()  # a token was revoked while the verification read its row
+    cache.remember("k", VerifiedToken(user, frozenset(), None), 10, since)
+    assert cache.recall("k") is None
+    cache.remember("k", VerifiedToken(user, frozenset(), None), 10, cache.generation())
+    assert cache.recall("k") is not None
+    cache.forget_all()
+
+
+@override_settings(USE_TZ=False)
+def test_a_naive_expiry_is_remembered_until_it_passes():
+    from datetime import datetime
+
+    from django_mcp.auth import cache
+    from django_mcp.auth.tokens import VerifiedToken
+
+    soon = datetime.now() + timedelta(seconds=30)  # naive, as a token's expiry is without USE_TZ
+    cache.remember("naive", VerifiedToken(User(username="y", pk=2), frozenset(), None, soon), 10, cache.generation())
+    assert cache.recall("naive") is not None
+    cache.forget_all()
+
+
+def test_a_challenge_carries_printable_ascii_only():
+    from django_mcp.auth.bearer import _quoted
+
+    assert _quoted('kid "x"\x00\x0b\u00e9\r\n\\') == 'kid \\"x\\"?????\\\\'
+
+
+async def test_a_hidden_resource_cannot_be_subscribed_to(async_client, alice):
+    from tests.wire import initialize_body
+
+    await sync_to_async(_token)(alice)
+    hdrs = {"Accept": "application/json, text/event-stream", "Authorization": "Bearer tok-" + "a" * 30}
+    opened = await async_client.post(
+        PATH,
+        data=json.dumps(initialize_body("2025-11-25", {}, "legacy")),
+        content_type="application/json",
+        headers=hdrs,
+    )
+    session = {**hdrs, "Mcp-Session-Id": opened["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+    subscribe = {"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": "users://count"}}
+    answer = await async_client.post(PATH, data=json.dumps(subscribe), content_type="application/json", headers=session)
+    assert json.loads(answer.content)["error"]["message"] == "Resource not found: users://count"
+
+
+async def test_a_timeout_error_of_the_tool_itself_is_its_error_not_a_time_limit(async_client):
+    from tests.oauth import oauth_tools
+
+    @oauth_tools.register(name="upstream_timeout")
+    async def upstream_timeout(request):
+        raise TimeoutError("the upstream API did not answer")
+
+    try:
+        row, token = await sync_to_async(PersonalToken.issue)(await sync_to_async(User.objects.create_user)("t"), "t")
+        answer = json.loads(
+            (await _post(async_client, "tools/call", {"name": "upstream_timeout"}, token=token)).content
+        )
+    finally:
+        oauth_tools.unregister("upstream_timeout")
+    assert answer["result"]["isError"] is True
+    assert "the upstream API did not answer" in answer["result"]["content"][0]["text"]

@@ -167,3 +167,46 @@ def test_an_authorization_without_scope_gets_the_default_scopes_and_a_token_for_
     assert AccessToken.objects.get(user=user).resource == [
         "http://testserver/mcp-oauth"
     ]  # the audience it was asked for
+
+
+def test_malformed_registration_metadata_is_refused_not_a_500(client):
+    for change in ({"grant_types": [["authorization_code"]]}, {"redirect_uris": 5}, {"response_types": "code"}):
+        response = client.post("/o/register/", json.dumps({**PUBLIC, **change}), content_type="application/json")
+        assert response.status_code in (400, 401, 403), (change, response.status_code)
+
+
+@pytest.mark.django_db(transaction=True)  # the endpoint reads the token in a thread of its own
+def test_the_admins_revoke_action_takes_effect_at_once_in_its_process(admin_client, admin_user):
+    import asyncio
+
+    from django.test import AsyncClient
+
+    from tests.wire import post, request_body
+
+    row, token = PersonalToken.issue(admin_user, "cached")
+
+    def status():
+        body = request_body("tools/list")
+        headers = {"Authorization": f"Bearer {token}"}
+        return asyncio.run(post(AsyncClient(), body, path="/mcp-oauth", headers=headers)).status_code
+
+    assert status() == 200  # now remembered
+    admin_client.post("/admin/django_mcp/personaltoken/", {"action": "revoke", "_selected_action": [row.pk]})
+    assert status() == 401
+
+
+def test_staff_may_make_personal_tokens_for_themselves_only(client):
+    from django.contrib.auth.models import Permission
+
+    staff = User.objects.create_user("staff", password="pw", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="add_personaltoken"))
+    boss = User.objects.create_superuser("boss", password="pw")
+    client.force_login(staff)
+    refused = client.post(
+        "/admin/django_mcp/personaltoken/add/", {"user": boss.pk, "name": "x", "scope": "mcp", "lifetime_days": 1}
+    )
+    assert refused.status_code == 200 and not PersonalToken.objects.exists()  # the form's error, shown again
+    client.post(
+        "/admin/django_mcp/personaltoken/add/", {"user": staff.pk, "name": "x", "scope": "mcp", "lifetime_days": 1}
+    )
+    assert PersonalToken.objects.get().user == staff

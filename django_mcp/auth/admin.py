@@ -11,6 +11,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from .cache import forget_all
 from .models import PersonalToken
 
 
@@ -43,6 +44,12 @@ class PersonalTokenAdmin(admin.ModelAdmin):
             return ()
         return ("user", "name", "scope", "prefix", "created_at", "expires_at", "revoked_at")
 
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        # A token acts as its user: only a superuser may make one for someone else.
+        if db_field.name == "user" and not request.user.is_superuser:
+            kwargs["queryset"] = db_field.remote_field.model._default_manager.filter(pk=request.user.pk)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
     def save_model(self, request: HttpRequest, obj: PersonalToken, form: Any, change: bool) -> None:
         if change:
             return
@@ -58,4 +65,5 @@ class PersonalTokenAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke selected personal tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[PersonalToken]) -> None:
         count = queryset.filter(revoked_at=None).update(revoked_at=timezone.now())
+        forget_all()  # update() sends no post_save: this process must not go on accepting them
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)

@@ -82,13 +82,18 @@ class BearerAuth:
             raise InvalidToken("The Authorization header must be 'Bearer <token>'")
         if len(token) > settings.OAUTH_MAX_TOKEN_CHARS:
             raise InvalidToken("The access token is too long")
-        key = cache.key_of(token)
+        # Remembered per endpoint and per auth: a JWT's audience, or which verifiers accept a token, were
+        # checked for this resource and this BearerAuth only.
+        resource = self.resource(request)
+        key = cache.key_of(token, resource, str(id(self)))
         verified = cache.recall(key)
         if verified is None:
+            since = cache.generation()
+            request._mcp_resource = resource  # type: ignore[attr-defined]  # what the verifiers check against
             # The verifiers may query the database or fetch keys: in the request's worker thread.
             verified = await sync_to_async(self.verify)(request, token)
-            cache.remember(key, verified, settings.OAUTH_TOKEN_CACHE_SECONDS)
-        return self._admit(request, verified)
+            cache.remember(key, verified, settings.OAUTH_TOKEN_CACHE_SECONDS, since)
+        return self._admit(request, verified, resource)
 
     def verify(self, request: HttpRequest, token: str) -> VerifiedToken:
         """The first verifier's answer for ``token``, with its user checked (a worker thread's work)."""
@@ -103,10 +108,10 @@ class BearerAuth:
             raise InvalidToken("The access token acts for no active user")
         return verified
 
-    def _admit(self, request: HttpRequest, verified: VerifiedToken) -> VerifiedToken:
+    def _admit(self, request: HttpRequest, verified: VerifiedToken, resource: str) -> VerifiedToken:
         """The checks that depend on this endpoint and this request: audience and scopes; then the identity."""
         audiences = verified.audiences
-        if audiences is not None and not any(covers(aud, self.resource(request)) for aud in audiences):
+        if audiences is not None and not any(covers(aud, resource) for aud in audiences):
             raise InvalidToken(
                 "The access token names no resource (RFC 8707): ask for one for this endpoint"
                 if not audiences
@@ -167,8 +172,10 @@ class BearerAuth:
 
 
 def _quoted(value: str) -> str:
-    # RFC 9110 quoted-string: escape backslash and quote; no line breaks may reach a header.
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\r", " ").replace("\n", " ")
+    # RFC 9110 quoted-string: printable ASCII only (a description may echo a client's value, e.g. a JWT
+    # kid), backslash and quote escaped.
+    printable = "".join(c if " " <= c <= "~" else "?" for c in value)
+    return printable.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def default_verifiers() -> tuple[str, ...]:

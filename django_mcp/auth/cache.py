@@ -7,19 +7,31 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import threading
 import time
 from collections import OrderedDict
+from datetime import UTC, datetime
 from typing import Any
+
+from django.utils import timezone
 
 from .tokens import VerifiedToken
 
 _MAX_ENTRIES = 10_000
 _remembered: OrderedDict[str, tuple[float, VerifiedToken]] = OrderedDict()
+_lock = threading.Lock()  # WSGI threads and signal receivers in worker threads touch it too
+_generation = 0  # bumped by forget_all: a verification that began before it is not remembered
 _PER_USER_CACHES = ("_perm_cache", "_user_perm_cache", "_group_perm_cache")
 
 
-def key_of(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()  # never the token itself
+def key_of(token: str, *scope: str) -> str:
+    """The cache key of ``token`` where ``scope`` (the endpoint and its auth) accepts it; never the token."""
+    return hashlib.sha256("\0".join((token, *scope)).encode()).hexdigest()
+
+
+def generation() -> int:
+    """Read before verifying; :func:`remember` drops a result verified before a :func:`forget_all`."""
+    return _generation
 
 
 def recall(key: str) -> VerifiedToken | None:
@@ -29,7 +41,8 @@ def recall(key: str) -> VerifiedToken | None:
         return None
     until, verified = entry
     if time.monotonic() >= until:
-        _remembered.pop(key, None)
+        with _lock:
+            _remembered.pop(key, None)
         return None
     return verified
 
@@ -44,16 +57,23 @@ def own_user(user: Any) -> Any:
     return clone
 
 
-def remember(key: str, verified: VerifiedToken, seconds: float) -> None:
-    """Keep ``verified`` for ``seconds``, never past the token's own expiry."""
+def remember(key: str, verified: VerifiedToken, seconds: float, since: int) -> None:
+    """Keep ``verified`` for ``seconds``, never past the token's own expiry, unless something was revoked or
+    changed since generation ``since`` (its verification may have read the row before that)."""
     if seconds <= 0:
         return
-    if verified.expires_at is not None:
-        from django.utils import timezone
-
-        seconds = min(seconds, (verified.expires_at - timezone.now()).total_seconds())
-    if seconds > 0:
-        _remembered[key] = (time.monotonic() + seconds, dataclasses.replace(verified, user=own_user(verified.user)))
+    expires = verified.expires_at
+    if expires is not None:
+        if timezone.is_naive(expires):  # USE_TZ = False: the project's local time
+            expires = timezone.make_aware(expires)
+        seconds = min(seconds, (expires - datetime.now(UTC)).total_seconds())
+    if seconds <= 0:
+        return
+    entry = (time.monotonic() + seconds, dataclasses.replace(verified, user=own_user(verified.user)))
+    with _lock:
+        if since != _generation:
+            return
+        _remembered[key] = entry
         _remembered.move_to_end(key)
         while len(_remembered) > _MAX_ENTRIES:
             _remembered.popitem(last=False)
@@ -61,7 +81,10 @@ def remember(key: str, verified: VerifiedToken, seconds: float) -> None:
 
 def forget_all(*args: Any, **kwargs: Any) -> None:
     """A token was revoked or a user changed: this process verifies every token again."""
-    _remembered.clear()
+    global _generation
+    with _lock:
+        _generation += 1
+        _remembered.clear()
 
 
 def watch() -> None:

@@ -44,8 +44,8 @@ class AuthSettings(BaseModel):
     OAUTH_AUTHORIZATION_SERVERS: tuple[str, ...] = ()
     """Issuers that sign clients in; empty: this project (django-oauth-toolkit), or ``OAUTH_JWT``'s issuer."""
     OAUTH_TOKEN_VERIFIERS: tuple[str, ...] | None = None
-    """Dotted paths of ``TokenVerifier`` classes, asked in turn; None: personal tokens, then
-    django-oauth-toolkit's tokens if it is installed, then JWTs if ``OAUTH_JWT`` is set."""
+    """Dotted paths of ``TokenVerifier`` classes, asked in turn; None: personal tokens, then JWTs if
+    ``OAUTH_JWT`` is set, then django-oauth-toolkit's tokens if it is installed."""
     OAUTH_JWT: JwtSettings | None = None
     OAUTH_TOKEN_CACHE_SECONDS: float = Field(default=10, ge=0)
     """How long a process remembers a verified token (no query, no thread hop while it does); a token
@@ -55,7 +55,7 @@ class AuthSettings(BaseModel):
     OAUTH_USER_FOR_CLAIMS: str = Field(default="django_mcp.auth.user_for_claims", min_length=1)
     """Dotted path of ``f(claims: dict, settings: JwtSettings) -> user | None`` for external tokens."""
     ALLOW_UNAUTHENTICATED: bool = False
-    """Serve an endpoint without auth outside DEBUG (``check --deploy`` says ``django_mcp.E020`` otherwise)."""
+    """Serve an endpoint without auth outside DEBUG (``check --deploy`` says ``django_mcp.E010`` otherwise)."""
 
     @field_validator("OAUTH_SCOPES")
     @classmethod

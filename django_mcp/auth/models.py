@@ -58,7 +58,7 @@ class PersonalToken(models.Model):
             name=name,
             scope=" ".join(scope.split()),
             digest=token_digest(token),
-            prefix=token[: len(PERSONAL_TOKEN_PREFIX) + 4],
+            prefix=token[: len(PERSONAL_TOKEN_PREFIX) + 8],
             expires_at=timezone.now() + lifetime,
         )
         return row, token

@@ -31,12 +31,21 @@ class PublicClientRegistration:
             return True  # the view answers invalid_client_metadata
         if not isinstance(metadata, dict):
             return True
+        grants = metadata.get("grant_types") or ["authorization_code"]
+        responses = metadata.get("response_types") or ["code"]
+        redirects = metadata.get("redirect_uris") or []
+        if not all(_strings(value) for value in (grants, responses, redirects)):
+            return False  # malformed: no anonymous registration of it
         return (
             metadata.get("token_endpoint_auth_method") == "none"
-            and set(metadata.get("grant_types") or ["authorization_code"]) <= _PUBLIC_GRANTS
-            and set(metadata.get("response_types") or ["code"]) <= {"code"}
-            and all(isinstance(uri, str) and public_redirect(uri) for uri in metadata.get("redirect_uris") or [])
+            and set(grants) <= _PUBLIC_GRANTS
+            and set(responses) <= {"code"}
+            and all(public_redirect(uri) for uri in redirects)
         )
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 def public_redirect(uri: str) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from django.utils.encoding import escape_uri_path
+
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
@@ -15,7 +17,8 @@ def resource_url(request: HttpRequest, configured: str | None) -> str:
     """``configured``, or the URL this request reached the endpoint at (``/mcp/`` and ``/mcp`` are one resource)."""
     if configured:
         return configured
-    return request.build_absolute_uri(request.path).rstrip("/")
+    # What build_absolute_uri(request.path) gives, at a fraction of its cost (it runs for every request).
+    return f"{request.scheme}://{request.get_host()}{escape_uri_path(request.path)}".rstrip("/")
 
 
 def metadata_url(resource: str) -> str:

@@ -138,6 +138,10 @@ def _scopes(claims: dict[str, Any]) -> list[str]:
 
 
 def _resource(request: HttpRequest) -> str:
+    """The canonical URL the endpoint's ``BearerAuth`` checks tokens against (its own ``resource_url``)."""
+    known = getattr(request, "_mcp_resource", None)
+    if isinstance(known, str):
+        return known
     from .resource import resource_url
 
     return resource_url(request, get_auth_settings().OAUTH_RESOURCE_URL)

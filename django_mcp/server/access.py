@@ -37,9 +37,8 @@ async def permitted(request: McpRequest, permissions: Iterable[str]) -> bool:
     user: Any = request.user
     if user is None or not getattr(user, "is_authenticated", False):
         return False
-    check = getattr(user, "ahas_perms", None)
-    if check is not None:
-        return bool(await check(wanted))
+    # The sync has_perms, in the request's thread: Django's async path skips backends without ahas_perm
+    # (and BaseBackend.ahas_perm ignores an overridden has_perm), as with rules-style backends.
     return bool(await sync_to_async(user.has_perms)(wanted))
 
 

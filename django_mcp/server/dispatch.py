@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..conf import get_settings
 from ..protocol.errors import method_not_found, missing_capability
 from ..protocol.jsonrpc import META_SERVER_INFO
 from ..protocol.ladder import SUPPORTED_VERSIONS
@@ -211,7 +212,8 @@ class Dispatcher:
 
     async def dispatch(self, request: McpRequest) -> dict[str, Any] | ListenStream:
         """Serve one admitted request: a result, a listen stream, or ``McpJsonRpcError``."""
-        enforce_request_rate(request)
+        if get_settings().RATE_LIMIT is not None:
+            await enforce_request_rate(request)
         core = CORE_METHODS.get(request.method)
         if core is None:
             result = await self._serve_extension(request)

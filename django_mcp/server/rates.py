@@ -12,6 +12,8 @@ import hashlib
 import logging
 from typing import Any
 
+from asgiref.sync import sync_to_async
+
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from .context import McpRequest
@@ -21,7 +23,7 @@ logger = logging.getLogger("django_mcp")
 _CANNOT_COUNT = "Rate limits cannot be counted now: try again shortly"
 
 
-def _enforce(request: McpRequest, rate: str, group: str, what: str) -> None:
+async def _enforce(request: McpRequest, rate: str, group: str, what: str) -> None:
     # Imported on first use: django_mcp stays importable from a settings module.
     from django_ratelimit.core import get_usage
 
@@ -30,8 +32,12 @@ def _enforce(request: McpRequest, rate: str, group: str, what: str) -> None:
     def key(group: str, http_request: Any) -> str:
         return caller
 
+    def count() -> Any:
+        return get_usage(request.http_request, group=group, key=key, rate=rate, increment=True)
+
     try:
-        usage = get_usage(request.http_request, group=group, key=key, rate=rate, increment=True)
+        # An in-memory cache answers on the loop; any other (Redis, the database) in the request's thread.
+        usage = count() if _in_memory() else await sync_to_async(count)()
     except Exception as exc:  # the cache is down (a cache backend may raise anything)
         raise unavailable(logger, "rate-cache", "The rate limit cache", exc, _CANNOT_COUNT) from None
     if usage is None or not usage["should_limit"]:
@@ -48,13 +54,20 @@ def _enforce(request: McpRequest, rate: str, group: str, what: str) -> None:
     )
 
 
-def enforce_request_rate(request: McpRequest) -> None:
-    """``RATE_LIMIT`` for every request of a caller (a cache call on the loop when a limit is set)."""
+def _in_memory() -> bool:
+    from django.conf import settings
+
+    backend = settings.CACHES.get(getattr(settings, "RATELIMIT_USE_CACHE", "default"), {}).get("BACKEND", "")
+    return str(backend).endswith(("LocMemCache", "DummyCache"))
+
+
+async def enforce_request_rate(request: McpRequest) -> None:
+    """``RATE_LIMIT`` for every request of a caller (nothing at all while no limit is set)."""
     rate = get_settings().RATE_LIMIT
     if rate is not None:
-        _enforce(request, rate, "django_mcp:requests", "requests")
+        await _enforce(request, rate, "django_mcp:requests", "requests")
 
 
-def enforce_tool_rate(request: McpRequest, tool: str, rate: str) -> None:
+async def enforce_tool_rate(request: McpRequest, tool: str, rate: str) -> None:
     """A tool's own ``rate_limit`` per caller."""
-    _enforce(request, rate, f"django_mcp:tool:{tool}", f"calls of {tool!r}")
+    await _enforce(request, rate, f"django_mcp:tool:{tool}", f"calls of {tool!r}")

@@ -92,13 +92,19 @@ def remote_context(meta: Any, headers: Mapping[str, str]) -> Any:
     return propagate.extract({k: v for k, v in carrier.items() if isinstance(v, str)})
 
 
-def attributes(request: McpRequest) -> tuple[str, dict[str, Any]]:
-    """The span's name and attributes for ``request``."""
+Known = Callable[[str, str], bool]
+"""Whether a tool (``"tools/call"``) or prompt (``"prompts/get"``) of that name is served."""
+
+
+def attributes(request: McpRequest, known: Known | None = None) -> tuple[str, dict[str, Any]]:
+    """The span's name and attributes for ``request``. A tool or prompt name becomes the span's target only
+    when ``known`` says it is served: a caller's made-up names would make names and series without end."""
     method = request.method
     attrs: dict[str, Any] = {"mcp.method.name": method, "mcp.protocol.version": request.protocol_version}
     name = method
     target = _TARGETS.get(method)
-    if target is not None and isinstance(request.params.get(target[0]), str):
+    value = request.params.get(target[0]) if target is not None else None
+    if target is not None and isinstance(value, str) and (known is None or known(method, value)):
         attrs[target[1]] = request.params[target[0]]
         name = f"{method} {request.params[target[0]]}"
         if method == "tools/call":
@@ -115,13 +121,13 @@ def attributes(request: McpRequest) -> tuple[str, dict[str, Any]]:
     return name, attrs
 
 
-async def traced(request: McpRequest, serve: Callable[[], Awaitable[T]]) -> T:
+async def traced(request: McpRequest, serve: Callable[[], Awaitable[T]], known: Known | None = None) -> T:
     """``serve()`` inside the request's server span, its duration recorded."""
     if not active():
         return await serve()
     trace = _otel()[0]
     tracer, duration = _instruments()
-    name, attrs = attributes(request)
+    name, attrs = attributes(request, known)
     parent = remote_context(request.params.get("_meta"), request.headers)
     ambient = trace.get_current_span().get_span_context()  # e.g. an HTTP server span: linked, not a parent
     links = [trace.Link(ambient)] if ambient.is_valid else []

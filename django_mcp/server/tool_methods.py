@@ -49,7 +49,7 @@ async def call_tool(context: ServerContext, request: McpRequest, params: CallToo
         raise invalid_params(f"Unknown tool: {params.name}", {"tool": params.name})
     require_scopes(request, tool.scopes)
     if tool.rate_limit is not None:
-        enforce_tool_rate(request, tool.name, tool.rate_limit)
+        await enforce_tool_rate(request, tool.name, tool.rate_limit)
     if not tool_called.receivers:
         return await _call(tool, context, request, params)
     started, outcome = time.monotonic(), "refused"
@@ -86,16 +86,16 @@ async def _call(tool: Tool, context: ServerContext, request: McpRequest, params:
         proceed = partial(plugin.call_tool_unserved, tool=tool, proceed=proceed)
     for plugin in reversed(context.plugins):
         proceed = partial(plugin.call_tool, tool=tool, proceed=proceed)
+    limit = asyncio.timeout(tool.timeout_seconds)  # None: no limit
     try:
-        if tool.timeout_seconds is None:
+        # Around the whole chain: a call answered with a task handle returns at once, and the task's
+        # body, run later, is not bound by this.
+        async with limit:
             value = await proceed(request)
-        else:
-            # Around the whole chain: a call answered with a task handle returns at once, and the task's
-            # body, run later, is not bound by this.
-            async with asyncio.timeout(tool.timeout_seconds):
-                value = await proceed(request)
-    except TimeoutError:
-        return timed_out(context, tool)
+    except TimeoutError as exc:
+        if limit.expired():
+            return timed_out(context, tool)
+        return exception_result(tool, exc)  # the tool's own TimeoutError (an upstream call's)
     except (McpJsonRpcError, InputRequired, OperationalError, InterfaceError):
         raise  # a lost database is the server's problem (503), not the tool's
     except Exception as exc:

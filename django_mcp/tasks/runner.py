@@ -117,10 +117,13 @@ async def call_run_within(run: Run, task: RunningTask, tool: Tool) -> Any:
     async def bounded(span: Any) -> Any:
         if limit is None:
             return await call_run(run, task)
+        bound = asyncio.timeout(limit)
         try:
-            async with asyncio.timeout(limit):
+            async with bound:
                 return await call_run(run, task)
         except TimeoutError:
+            if not bound.expired():
+                raise  # the body's own TimeoutError: an error result, as any exception it raises
             # A sync body's thread cannot be stopped: it runs to its end, and what it returns is dropped.
             raise McpJsonRpcError(INTERNAL_ERROR, f"Task timed out: it ran longer than {limit:g} s") from None
 
