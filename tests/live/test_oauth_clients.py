@@ -27,7 +27,12 @@ from tests.live.clients import install
 from tests.live.clients.summary import assert_passed, run_client
 from tests.live.servers import ROOT, migrate, server_process
 
-pytestmark = [pytest.mark.live, pytest.mark.timeout(600)]
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.timeout(600),
+    # Their servers run on SQLite files of their own, whatever the leg: once, in the SQLite legs, is enough.
+    pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") == "postgres", reason="servers of their own, on SQLite"),
+]
 
 CLIENTS = Path(__file__).resolve().parent / "clients"
 RENDERED = "Rendered 'x' (2 frames)."
