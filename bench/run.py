@@ -146,6 +146,11 @@ def all_targets() -> list[Target]:
         Target("django_mcp uvicorn pg auth", "dj", "uvicorn", "postgres", "harness", signed, "/mcp-auth/", True),
         # DJANGO_MCP["RATE_LIMIT"] on, at a rate the load never reaches: what counting costs.
         Target("django_mcp uvicorn sqlite limited", "dj", "uvicorn", "sqlite", "harness", signed, env=(LIMITED,)),
+        # An OpenTelemetry SDK configured (spans and metrics made, exported nowhere): what tracing costs when
+        # on. Every other django_mcp target has opentelemetry-api installed and no provider: tracing off.
+        Target("django_mcp uvicorn sqlite traced", "dj", "uvicorn", "sqlite", "harness", signed, env=(TRACED,)),
+        # DJANGO_MCP["AUDIT"] on: a row per tools/call, written off the request's path.
+        Target("django_mcp uvicorn sqlite audited", "dj", "uvicorn", "sqlite", "harness", signed, env=(AUDITED,)),
         Target("floor daphne", "floor", "daphne", "-", "harness", ("get",), "/floor/"),
         Target("floor uvicorn", "floor", "uvicorn", "-", "harness", ("get",), "/floor/"),
         Target("fastmcp memory", "fastmcp", "uvicorn", "memory", "fastmcp", ("call", "create", "get", "e2e")),
