@@ -1,6 +1,7 @@
 """The audit log (opt-in, ``DJANGO_MCP["AUDIT"]``): one row per ``tools/call`` — who, which tool, when,
-the outcome, how long — written off the request's path, kept ``AUDIT_RETENTION_SECONDS``, shown in the
-admin. Arguments are kept only as each tool's ``audit_arguments`` (or ``AUDIT_ARGUMENTS``) says.
+the outcome, how long — written off the request's path (the rows of calls close together in one INSERT),
+kept ``AUDIT_RETENTION_SECONDS``, shown in the admin. Arguments are kept only as each tool's
+``audit_arguments`` (or ``AUDIT_ARGUMENTS``) says.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from django.utils import timezone
 
 from .conf import SETTINGS_NAME, get_settings
 from .server.context import McpRequest
+from .server.lifecycle import lifecycle
 from .server.signals import tool_called
 from .server.tools import Tool
 
 logger = logging.getLogger("django_mcp")
 REDACTED = "[redacted]"
 _SWEEP_EVERY_SECONDS = 60
+_BATCH_SECONDS = 0.05  # rows of calls this close together go in one INSERT
 
 
 class ToolCall(models.Model):
@@ -94,27 +97,51 @@ async def record(
         duration_ms=round(duration * 1000, 3),
         arguments=kept_arguments(rule, request.params.get("arguments")),
     )
-    task = asyncio.get_running_loop().create_task(_write(row, mcp.AUDIT_RETENTION_SECONDS))
-    _writing.add(task)
-    task.add_done_callback(_writing.discard)
+    if not request.served_by_asgi:  # under WSGI the loop ends with the response: write it now
+        await _write([row], mcp.AUDIT_RETENTION_SECONDS)
+        return
+    _pending.append(row)
+    global _flusher
+    loop = asyncio.get_running_loop()
+    if _flusher is None or _flusher.done() or _flusher.get_loop() is not loop:
+        _flusher = loop.create_task(_flush_soon(mcp.AUDIT_RETENTION_SECONDS))
 
 
-_writing: set[asyncio.Task[None]] = set()  # process-wide by nature: writes in flight, kept from the GC
+# Process-wide by nature: the rows of this process waiting for their batch, and the task that writes them.
+_pending: list[ToolCall] = []
+_flusher: asyncio.Task[None] | None = None
 _last_sweep = 0.0
 
 
-async def _write(row: ToolCall, retention: int) -> None:
+async def _flush_soon(retention: int) -> None:
+    """Write the waiting rows in batches, one INSERT each, every ``_BATCH_SECONDS`` while rows come."""
+    while _pending:
+        await asyncio.sleep(_BATCH_SECONDS)
+        rows = _pending[:]
+        del _pending[:]
+        await _write(rows, retention)
+
+
+async def flush(grace_seconds: float = 0) -> None:
+    """Write what waits now (at shutdown)."""
+    rows = _pending[:]
+    del _pending[:]
+    if rows:
+        await _write(rows, get_settings().AUDIT_RETENTION_SECONDS)
+
+
+async def _write(rows: list[ToolCall], retention: int) -> None:
     try:
-        await sync_to_async(_save, thread_sensitive=False)(row, retention)
+        await sync_to_async(_save, thread_sensitive=False)(rows, retention)
     except Exception as exc:  # the audit never fails a call; an outage is logged, not raised
-        logger.warning("Could not write the audit row of %s: %r", row.tool, exc)
+        logger.warning("Could not write %d audit row(s) (%s …): %r", len(rows), rows[0].tool, exc)
 
 
-def _save(row: ToolCall, retention: int) -> None:
+def _save(rows: list[ToolCall], retention: int) -> None:
     global _last_sweep
     alias = router.db_for_write(ToolCall)
     try:
-        row.save(using=alias)
+        ToolCall.objects.using(alias).bulk_create(rows)
         if time.monotonic() - _last_sweep > _SWEEP_EVERY_SECONDS:
             _last_sweep = time.monotonic()
             sweep(retention, using=alias)
@@ -139,6 +166,8 @@ def follow_settings(*args: Any, setting: str | None = None, **kwargs: Any) -> No
         return
     if on:
         tool_called.connect(record, dispatch_uid="django_mcp.audit")
+        if flush not in lifecycle.hooks:
+            lifecycle.on_shutdown(flush)
     else:
         tool_called.disconnect(dispatch_uid="django_mcp.audit")
 

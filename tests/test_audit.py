@@ -106,11 +106,11 @@ async def test_outcomes_errors_tasks_and_refusals(async_client):
 @override_settings(DJANGO_MCP=AUDITED)
 async def test_a_failed_write_never_fails_the_call(async_client, caplog):
     _, token = await signed_in()
-    with mock.patch.object(ToolCall, "save", side_effect=RuntimeError("disk full")):
+    with mock.patch("django_mcp.audit._save", side_effect=RuntimeError("disk full")):
         answer = await call(async_client, token, "whoami")
         await asyncio.sleep(0.2)
     assert answer["result"]["content"][0]["text"] == "auditor"
-    assert "Could not write the audit row of whoami" in caplog.text
+    assert "Could not write 1 audit row(s) (whoami …)" in caplog.text
 
 
 @override_settings(DJANGO_MCP={**AUDITED, "AUDIT_RETENTION_SECONDS": 3600})
@@ -141,3 +141,24 @@ def test_the_admin_shows_the_log_read_only(admin_client):
 def test_a_bad_audit_rule_is_a_definition_error(rule):
     with pytest.raises(DefinitionError, match="audit_arguments"):
         ToolRegistry().register(lambda request: 1, name="t", audit_arguments=rule)
+
+
+@override_settings(DJANGO_MCP=AUDITED)
+async def test_calls_close_together_are_written_in_one_insert(async_client):
+    from django_mcp import audit
+
+    _, token = await signed_in()
+    real = audit._save
+    with mock.patch("django_mcp.audit._save", side_effect=real) as save:
+        await asyncio.gather(*(call(async_client, token, "whoami") for _ in range(5)))
+        await rows(5)
+    assert save.call_count < 5 and sum(len(c.args[0]) for c in save.call_args_list) == 5
+
+
+@override_settings(DJANGO_MCP=AUDITED)
+async def test_what_waits_is_written_at_shutdown():
+    from django_mcp import audit
+
+    audit._pending.append(ToolCall(caller="x", server="s", tool="late", outcome="result", duration_ms=1))
+    await audit.flush(0)
+    assert [row.tool async for row in ToolCall.objects.all()] == ["late"] and not audit._pending
