@@ -456,17 +456,10 @@ def test_a_challenge_carries_printable_ascii_only():
 
 
 async def test_a_hidden_resource_cannot_be_subscribed_to(async_client, alice):
-    from tests.wire import initialize_body
+    from tests.wire import open_session
 
     await sync_to_async(_token)(alice)
-    hdrs = {"Accept": "application/json, text/event-stream", "Authorization": "Bearer tok-" + "a" * 30}
-    opened = await async_client.post(
-        PATH,
-        data=json.dumps(initialize_body("2025-11-25", {}, "legacy")),
-        content_type="application/json",
-        headers=hdrs,
-    )
-    session = {**hdrs, "Mcp-Session-Id": opened["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+    session = await open_session(async_client, PATH, "tok-" + "a" * 30)
     subscribe = {"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": "users://count"}}
     answer = await async_client.post(PATH, data=json.dumps(subscribe), content_type="application/json", headers=session)
     assert json.loads(answer.content)["error"]["message"] == "Resource not found: users://count"

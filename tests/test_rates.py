@@ -63,17 +63,10 @@ async def test_a_tools_own_rate_counts_its_calls_only(async_client):
 
 @override_settings(DJANGO_MCP={"RATE_LIMIT": "1/m"})
 async def test_the_handshake_era_answers_in_band_with_retry_after(async_client):
-    from tests.wire import initialize_body
+    from tests.wire import open_session
 
     token = await caller()
-    hdrs = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
-    opened = await async_client.post(
-        PATH,
-        data=json.dumps(initialize_body("2025-11-25", {}, "legacy")),
-        content_type="application/json",
-        headers=hdrs,
-    )
-    session = {**hdrs, "Mcp-Session-Id": opened["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+    session = await open_session(async_client, PATH, token)
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
     first = await async_client.post(PATH, data=json.dumps(call), content_type="application/json", headers=session)
     assert first.status_code == 200 and "result" in json.loads(first.content)

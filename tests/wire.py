@@ -210,3 +210,11 @@ async def post_from(
     test clients cannot set)."""
     scope = asgi_scope(body, headers, path=path, client=(address, 50000), modern=modern)
     return await asgi_exchange(scope, json.dumps(body).encode())
+
+
+async def open_session(client: Any, path: str, token: str) -> dict[str, str]:
+    """Initialize a handshake-era session (2025-11-25) with a bearer token; the headers of its later requests."""
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+    body = json.dumps(initialize_body("2025-11-25", {}, "legacy"))
+    opened = await client.post(path, data=body, content_type="application/json", headers=headers)
+    return {**headers, "Mcp-Session-Id": opened["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}

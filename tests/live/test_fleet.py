@@ -400,9 +400,8 @@ async def test_rq_sigterm_of_the_worker_reaches_the_horse(rq_fleet):
         FIGURES["rq_worker_sigterm_to_final_s"] = round(time.monotonic() - stopped, 2)
         assert final["status"] == "failed", (final, worker.output())
         assert "interrupted" in final["error"]["message"]
-        # The worker's own exit comes after the task's end. In the full suite on the Python 3.12 leg it
-        # sometimes hangs after "unsubscribing from channel" (2 of 3 CI runs, and locally; never when this
-        # module runs alone): a known bug, reported, not yet found. The task's guarantee above is the test.
+        # The worker's own exit comes after the task's end. It sometimes hangs after "unsubscribing from
+        # channel" in the full suite: a known bug, not yet found. The task's guarantee above is the test.
         try:
             worker.wait_exit(45)
         except subprocess.TimeoutExpired:
