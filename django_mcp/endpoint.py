@@ -133,7 +133,7 @@ class McpServer:
         """
         from django.urls import re_path
 
-        from .views import build_api
+        from .transport.views import build_api
 
         if self._api is None:
             self._api = build_api(self)

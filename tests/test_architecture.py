@@ -56,7 +56,7 @@ def test_the_core_never_imports_the_tasks_room(path):
 
 @pytest.mark.parametrize("path", modules_in("server"), ids=lambda p: p.name)
 def test_the_dispatch_core_never_imports_the_view_or_the_glue(path):
-    glue = {"django_mcp.views", "django_mcp.endpoint", "django_mcp.urls", "django_mcp.admin", "django_mcp.models"}
+    glue = {"django_mcp.transport", "django_mcp.endpoint", "django_mcp.urls", "django_mcp.admin", "django_mcp.models"}
     crossing = {m for m in imported_modules(path) if m in glue or any(m.startswith(g + ".") for g in glue)}
     assert not crossing, f"{path.name} imports {sorted(crossing)}"
 
@@ -70,7 +70,7 @@ def test_the_protocol_and_the_dispatch_core_never_import_sign_in(path):
 
 @pytest.mark.parametrize("path", modules_in("auth"), ids=lambda p: p.name)
 def test_sign_in_never_imports_the_tasks_room_or_the_view(path):
-    crossing = {m for m in imported_modules(path) if m.startswith(("django_mcp.tasks", "django_mcp.views"))}
+    crossing = {m for m in imported_modules(path) if m.startswith(("django_mcp.tasks", "django_mcp.transport"))}
     assert not crossing, f"{path.name} imports {sorted(crossing)}"
 
 
@@ -89,3 +89,98 @@ def test_the_checker_sees_a_crossing():
     # The test above must be able to fail: a relative import of the tasks room is resolved.
     sample = PACKAGE / "admin.py"
     assert any(m.startswith("django_mcp.tasks") for m in imported_modules(sample))
+
+
+@pytest.mark.parametrize("path", modules_in("transport"), ids=lambda p: p.name)
+def test_the_transport_never_imports_the_tasks_room_or_the_glue(path):
+    # The endpoint is named for types only (under TYPE_CHECKING): it builds the view, not the reverse.
+    crossing = {
+        m
+        for m in runtime_imports(path)
+        if m.startswith(("django_mcp.tasks", "django_mcp.endpoint", "django_mcp.urls", "django_mcp.admin"))
+    }
+    assert not crossing, f"{path.name} imports {sorted(crossing)}"
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """The django_mcp modules ``path`` imports when it is imported (module level, not under TYPE_CHECKING)."""
+    module = module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: set[str] = set()
+    for statement in ast.parse(path.read_text()).body:
+        if isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
+            continue
+        for node in ast.walk(statement) if isinstance(statement, ast.If | ast.Try) else [statement]:
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    imported = ".".join([*base, node.module] if node.module else base)
+                else:
+                    imported = node.module or ""
+                submodules = {f"{imported}.{alias.name}" for alias in node.names} & ALL_MODULES
+                names.update(submodules or ({imported} & ALL_MODULES))
+            elif isinstance(node, ast.Import):
+                names.update({alias.name for alias in node.names} & ALL_MODULES)
+    return names
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+ALL_MODULES = {module_name(p) for p in PACKAGE.rglob("*.py") if "migrations" not in p.parts}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in graph.get(module, ()):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_no_module_imports_itself_back_through_others():
+    graph = {module_name(p): runtime_imports(p) for p in PACKAGE.rglob("*.py") if "migrations" not in p.parts}
+    assert import_cycles(graph) == []
+
+
+def test_the_cycle_finder_sees_a_cycle():
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_imports_another_modules_private_names():
+    private = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("django_mcp")):
+                private += [
+                    f"{path.relative_to(PACKAGE)}: {alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    assert private == []

@@ -46,7 +46,7 @@ async def test_auth_from_settings_guards_a_server_without_explicit_auth():
     from ninja.testing import TestAsyncClient
 
     from django_mcp import McpServer
-    from django_mcp.views import build_api
+    from django_mcp.transport.views import build_api
     from tests.wire import headers_for
 
     client = TestAsyncClient(build_api(McpServer(urls_namespace="auth_from_settings")))

@@ -173,7 +173,7 @@ async def test_asking_the_client_with_a_real_request_and_a_posted_answer(async_c
 
     from channels.layers import get_channel_layer
 
-    from django_mcp.handshake import _pending
+    from django_mcp.transport.asking import _pending
 
     session, _ = await initialize(async_client)
     down = mock.patch.object(get_channel_layer(), "new_channel", side_effect=ConnectionError("redis went away"))
@@ -297,14 +297,14 @@ async def test_protocol_versions_setting_is_validated(settings):
 async def test_both_eras_share_the_first_rungs_and_decode_the_body_once(async_client):
     from unittest import mock
 
-    from django_mcp import views
+    from django_mcp.protocol import ladder
     from tests.wire import post as modern_post
     from tests.wire import request_body
 
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
     response = await post(async_client, init, headers={"Content-Type": "text/plain"})
     assert (response.status_code, json.loads(response.content)["error"]["code"]) == (415, -32600)
-    with mock.patch.object(views, "parse_json", wraps=views.parse_json) as parse:
+    with mock.patch.object(ladder, "parse_json", wraps=ladder.parse_json) as parse:
         assert (await modern_post(async_client, request_body("server/discover"))).status_code == 200
         await initialize(async_client)
     assert parse.call_count == 3  # discover, initialize, notifications/initialized: once each

@@ -320,7 +320,7 @@ async def test_a_loops_task_factory_still_makes_the_requests_task(async_client):
     finally:
         loop.set_task_factory(None)
     assert json.loads(response.content)["result"]["content"][0]["text"] == "a"
-    assert "_outcome" in made
+    assert "_aoutcome" in made
 
 
 async def test_a_handshake_only_server_refuses_a_2026_request_and_follows_a_settings_change(async_client, settings):

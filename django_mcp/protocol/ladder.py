@@ -18,6 +18,7 @@ from .errors import (
     McpJsonRpcError,
     header_mismatch,
 )
+from .handshake import is_handshake_era
 from .headers import decode_value
 from .jsonrpc import Message, RequestMeta, parse_json, parse_message, parse_meta, readable_id
 
@@ -137,6 +138,13 @@ def check_version(
         raise unsupported_version(meta.protocol_version, supported if advertised is None else advertised)
 
 
+@dataclass(frozen=True, slots=True)
+class HandshakeBody:
+    """A decoded POST body of the handshake era: the first rungs passed, the rest is the handshake front's."""
+
+    body: Any
+
+
 def admit(
     body: bytes,
     headers: Mapping[str, str],
@@ -144,15 +152,24 @@ def admit(
     origin_allowed: Callable[[str], bool],
     name_params: Mapping[str, str],
     supported: Collection[str] = SUPPORTED_VERSIONS,
-) -> Admitted:
-    """Run the ladder over one POST. Raises :class:`Rejection` at the first failing rung."""
+    advertised: Collection[str] | None = None,
+    handshake_versions: Collection[str] = (),
+) -> Admitted | HandshakeBody:
+    """Run the ladder over one POST. Raises :class:`Rejection` at the first failing rung.
+
+    Origin, media types and JSON are the same in both eras (the body is decoded once); when
+    ``handshake_versions`` are served and the body belongs to that era, the decoded body is
+    returned for the handshake front, which keeps sessions and negotiates.
+    """
     check_origin(headers.get("origin"), origin_allowed)
     check_media_types(headers.get("content-type"), headers.get("accept"))
     try:
         obj = parse_json(body)
     except McpJsonRpcError as exc:
         raise Rejection(exc) from None
-    return admit_message(obj, headers, name_params=name_params, supported=supported)
+    if handshake_versions and is_handshake_era(obj, headers):
+        return HandshakeBody(obj)
+    return admit_message(obj, headers, name_params=name_params, supported=supported, advertised=advertised)
 
 
 def admit_message(

@@ -13,43 +13,47 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from channels.layers import get_channel_layer
+from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
-from . import sessions
-from .conf import get_settings
-from .protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError, invalid_params, method_not_found
-from .protocol.handshake import (
+from ..conf import get_settings
+from ..protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    McpJsonRpcError,
+    invalid_params,
+    method_not_found,
+)
+from ..protocol.handshake import (
     HANDSHAKE_ONLY_METHODS,
     MODERN_ONLY_METHODS,
     SESSION_HEADER,
     check_version_header,
     negotiate,
 )
-from .protocol.jsonrpc import LOG_LEVELS, RequestMeta, dumps, parse_message, readable_id
-from .protocol.ladder import Rejection
-from .server import telemetry
-from .server.access import visible
-from .server.context import McpRequest
-from .server.listen import CONTROL_TYPE, ListenStream
-from .server.mrtr import InputRequest
-from .server.notify import has_channel_layer, resource_group, throttle, unavailable
+from ..protocol.jsonrpc import LOG_LEVELS, RequestMeta, parse_message, readable_id
+from ..protocol.ladder import Rejection, check_origin
+from ..server import telemetry
+from ..server.access import visible
+from ..server.context import McpRequest, needs_asgi
+from ..server.listen import CONTROL_TYPE, ListenStream, admit_stream
+from ..server.notify import has_channel_layer, resource_group
+from . import asking, sessions
+from .http import aresolve_user, origin_allowed, warn_wsgi_once
+from .respond import Outbox, aensure_started, arespond, atraced
+from .responses import accepted, error_json, json_response, sse_response
 
 if TYPE_CHECKING:
-    from .endpoint import McpServer
+    from ..endpoint import McpServer
 
 logger = logging.getLogger("django_mcp")
 
 SESSION_NOT_FOUND = -32001
-REPLY_TYPE = "mcp.session.reply"
-ASK_TIMEOUT_SECONDS = 600.0
-_pending: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
 
 
 def _not_found() -> McpJsonRpcError:
@@ -88,12 +92,12 @@ def _meta(
     )
 
 
-async def session_for(server: McpServer, request: HttpRequest, headers: Mapping[str, str]) -> sessions.McpSession:
+async def asession_for(server: McpServer, request: HttpRequest, headers: Mapping[str, str]) -> sessions.McpSession:
     """The request's session: 400 without the header, 404 for an unknown, ended or someone else's."""
     session_id = headers.get(SESSION_HEADER)
     if session_id is None:
         raise _missing_session()
-    session = await sessions.load(session_id.strip(), principal(server, request))
+    session = await sessions.aload(session_id.strip(), principal(server, request))
     if session is None:
         raise _not_found()
     return session
@@ -102,28 +106,33 @@ async def session_for(server: McpServer, request: HttpRequest, headers: Mapping[
 # -- POST ------------------------------------------------------------------------------------
 
 
-class Handled(Exception):  # noqa: N818 - carries a finished response out of the front
-    def __init__(self, response: HttpResponseBase) -> None:
-        self.response = response
+async def aserve_post(
+    server: McpServer, http_request: HttpRequest, obj: Any, headers: Mapping[str, str]
+) -> HttpResponseBase:
+    """Serve one handshake-era POST body (decoded by the ladder): a reply, ``initialize``, or a session request."""
+    await aresolve_user(http_request)
+    admitted = await _aadmit(server, http_request, obj, headers)
+    if isinstance(admitted, HttpResponseBase):
+        return admitted
+    request, session = admitted
+    outbox = Outbox()
+    request.set_sink(outbox.put)
+    if not request.served_by_asgi:
+        request.set_asker(_acannot_ask_without_a_stream)
+    return await arespond(request, outbox, _aserve(server, request, session))
 
 
-def accepted() -> HttpResponse:
-    response = HttpResponse(status=202)
-    del response["Content-Type"]
-    return response
-
-
-async def admit_post(
-    server: McpServer, request: HttpRequest, obj: Any, headers: Mapping[str, str]
-) -> tuple[McpRequest, sessions.McpSession | None]:
-    """Turn a handshake-era POST into an :class:`McpRequest` to serve (or raise :class:`Handled`/``Rejection``)."""
+async def _aadmit(
+    server: McpServer, http_request: HttpRequest, obj: Any, headers: Mapping[str, str]
+) -> tuple[McpRequest, sessions.McpSession] | HttpResponseBase:
+    """The :class:`McpRequest` to serve, or the finished response (a reply, ``initialize``, a notification)."""
     if isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj):
         try:
-            session = await session_for(server, request, headers)
+            session = await asession_for(server, http_request, headers)
         except McpJsonRpcError as exc:
             raise Rejection(exc, None) from None
-        await deliver_reply(session, obj)
-        raise Handled(accepted())
+        await asking.deliver_reply(session, obj)
+        return accepted()
     try:
         message = parse_message(obj)
     except McpJsonRpcError as exc:
@@ -131,26 +140,26 @@ async def admit_post(
     served = get_settings().handshake_versions
     if message.method == "initialize":
         if message.is_notification:
-            raise Handled(accepted())
-        raise Handled(await _initialize(server, request, message.id, message.params, served))
+            return accepted()
+        return await _ainitialize(server, http_request, message.id, message.params, served)
     try:
-        session = await session_for(server, request, headers)
+        session = await asession_for(server, http_request, headers)
         version = check_version_header(headers, session.protocol_version, served)
     except McpJsonRpcError as exc:
         raise Rejection(exc, message.id) from None
     if message.is_notification:
         if message.method == "notifications/cancelled":
-            _cancel_running(session, message.params.get("requestId"))
+            asking.cancel_running(session, message.params.get("requestId"))
         telemetry.notified(message.method, message.params, headers, version)
-        raise Handled(accepted())
+        return accepted()
     if message.method in MODERN_ONLY_METHODS:
         error = method_not_found(message.method)
         error.http_status = 200  # in-band inside a live session
         raise Rejection(error, message.id)
     meta_in = message.params.get("_meta")
     progress = meta_in.get("progressToken") if isinstance(meta_in, dict) else None
-    context = McpRequest(
-        request,
+    request = McpRequest(
+        http_request,
         request_id=message.id,
         method=message.method,
         params=message.params,
@@ -159,25 +168,61 @@ async def admit_post(
         namespace=server.urls_namespace,
         era="handshake",
     )
-    context.set_asker(ClientAsker(session, context).ask)
-    return context, session
+    request.set_asker(asking.ClientAsker(session, request).ask)
+    return request, session
 
 
-async def _initialize(
+async def _acannot_ask_without_a_stream(requests: Any) -> dict[str, Any]:
+    raise needs_asgi("Asking a handshake-era client mid-request (a request on the response stream)")
+
+
+async def _aserve(server: McpServer, request: McpRequest, session: sessions.McpSession) -> dict[str, Any]:
+    await aensure_started(server, request)
+
+    async def aserve() -> dict[str, Any]:
+        result = await aserve_handshake_only(server, request, session)
+        if result is None:
+            served = await server.dispatcher.dispatch(request)
+            assert not isinstance(served, ListenStream)  # subscriptions/listen is refused in this era
+            result = served
+        return result
+
+    work = asyncio.ensure_future(atraced(server, request, aserve))
+    asking.track(session, request.id, work)  # notifications/cancelled cancels this, not the response
+    try:
+        result = await work
+    except asyncio.CancelledError:
+        if not work.cancelled() or _being_cancelled():
+            raise
+        raise McpJsonRpcError(INTERNAL_ERROR, "Request cancelled by the client", http_status=200) from None
+    except McpJsonRpcError as exc:
+        # In a live session a JSON-RPC error is in-band (HTTP 200): handshake-era clients read any
+        # other status as a broken transport. A lost database stays 503, and an OAuth challenge (403
+        # insufficient_scope) keeps its status: that is how the client learns to step up.
+        if exc.http_status not in (401, 403, 503):
+            exc.http_status = 200
+        raise
+    return legacy_result(result)
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def _ainitialize(
     server: McpServer, request: HttpRequest, request_id: Any, params: dict[str, Any], served: tuple[str, ...]
 ) -> HttpResponseBase:
-    from .views import _error, _json
-
     capabilities = params.get("capabilities", {})
     if not isinstance(params.get("protocolVersion"), str) or not isinstance(capabilities, dict):
         error = invalid_params("Invalid params for initialize: protocolVersion (string) and capabilities are required")
-        return _error(error, request_id)
+        return error_json(error, request_id)
     version = negotiate(params["protocolVersion"], served)
     owner, counted_as = principal(server, request), limit_key(server, request)
     try:
-        session = await sessions.create(owner, version, capabilities, params.get("clientInfo"), counted_as)
+        session = await sessions.acreate(owner, version, capabilities, params.get("clientInfo"), counted_as)
     except McpJsonRpcError as exc:
-        return _error(exc, request_id)
+        return error_json(exc, request_id)
     probe = McpRequest(
         request,
         request_id=request_id,
@@ -199,13 +244,13 @@ async def _initialize(
             result["instructions"] = context.options.instructions
         return result
 
-    result = await (telemetry.traced(probe, answer) if telemetry.active() else answer())
-    response = _json({"jsonrpc": "2.0", "id": request_id, "result": result})
+    result = await atraced(server, probe, answer)
+    response = json_response({"jsonrpc": "2.0", "id": request_id, "result": result})
     response["Mcp-Session-Id"] = session.id
     return response
 
 
-async def serve_handshake_only(
+async def aserve_handshake_only(
     server: McpServer, context: McpRequest, session: sessions.McpSession
 ) -> dict[str, Any] | None:
     """``ping``, ``logging/setLevel``, ``resources/subscribe|unsubscribe``; None for every other method."""
@@ -219,7 +264,7 @@ async def serve_handshake_only(
         if level not in LOG_LEVELS:
             raise invalid_params(f"Invalid params for logging/setLevel: level must be one of {', '.join(LOG_LEVELS)}")
         session.log_level = level
-        await sessions.save(session)
+        await sessions.asave(session)
         return {}
     uri = params.get("uri")
     if not isinstance(uri, str):
@@ -234,7 +279,7 @@ async def serve_handshake_only(
         session.subscriptions.append(uri)
     elif not subscribe and uri in session.subscriptions:
         session.subscriptions.remove(uri)
-    await sessions.save(session)
+    await sessions.asave(session)
     layer = get_channel_layer()
     if layer is not None:
         with contextlib.suppress(Exception):  # the GET stream also reads the list when it opens
@@ -258,132 +303,34 @@ def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-# -- running requests and cancellation ------------------------------------------------------------
-
-_running: dict[tuple[str, Any], asyncio.Future[Any]] = {}
-
-
-def track(session: sessions.McpSession, request_id: Any, work: asyncio.Future[Any]) -> None:
-    """Let ``notifications/cancelled`` for this request (in this process) cancel its handler."""
-    key = (session.id, request_id)
-    _running[key] = work
-    work.add_done_callback(lambda _: _running.pop(key, None))
-
-
-def _cancel_running(session: sessions.McpSession, request_id: Any) -> None:
-    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
-        return  # no request has such an id (a notification gets no answer, so none is sent)
-    work = _running.get((session.id, request_id))
-    if work is not None and not work.done():
-        work.cancel()
-
-
-# -- asking the client -----------------------------------------------------------------------------
-
-
-def _reply_group(session: sessions.McpSession) -> str:
-    return session.group + ".reply"
-
-
-async def deliver_reply(session: sessions.McpSession, message: dict[str, Any]) -> None:
-    """Route a client's response to the handler waiting for it, in this process or another."""
-    key = (session.id, str(message.get("id")))
-    waiting = _pending.get(key)
-    if waiting is not None:
-        if not waiting.done():
-            waiting.set_result(message)
-        return
-    layer = get_channel_layer()
-    if layer is not None:
-        # As JSON text: a layer's own encoding (msgpack) refuses lone surrogates and integers past 64 bits.
-        reply = {"type": REPLY_TYPE, "id": key[1], "message": dumps(message)}
-        try:
-            await layer.group_send(_reply_group(session), reply)
-        except Exception as exc:  # a layer may fail in any way (Redis down)
-            answer = "The reply could not be passed on (the channel layer is unavailable): send it again"
-            raise unavailable(logger, "layer-reply", "Channel layer (passing a reply on)", exc, answer) from None
-
-
-class ClientAsker:
-    """Asks a handshake-era client with server-to-client requests on the response stream."""
-
-    def __init__(self, session: sessions.McpSession, request: McpRequest) -> None:
-        self.session = session
-        self.request = request
-
-    async def ask(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
-        from .protocol.errors import missing_capability
-
-        undeclared = [r for r in requests.values() if not r.declared_by(self.session.capabilities)]
-        if undeclared:
-            required: dict[str, Any] = {}
-            for r in undeclared:
-                for kind, sub in r.required_capability.items():
-                    required.setdefault(kind, {}).update(sub)
-            raise missing_capability(required)
-        loop = asyncio.get_running_loop()
-        answers: dict[str, Any] = {}
-        layer = get_channel_layer()
-        channel = None
-        listener = None
-        try:
-            if layer is not None:
-                try:
-                    channel = await layer.new_channel()
-                    await layer.group_add(_reply_group(self.session), channel)
-                    listener = asyncio.ensure_future(self._listen(layer, channel))
-                except Exception as exc:  # the layer down: a reply reaching this process is still found here
-                    throttle.log(logger, logging.WARNING, "layer-ask", "Asking without the channel layer: %r", exc)
-                    channel = None
-            for key, input_request in requests.items():
-                request_id = f"django-mcp-{secrets.token_hex(8)}"
-                waiting: asyncio.Future[dict[str, Any]] = loop.create_future()
-                _pending[(self.session.id, request_id)] = waiting
-                try:
-                    params = dict(input_request.params)
-                    if self.session.protocol_version < "2025-11-25":
-                        params.pop("mode", None)  # form mode was the only mode before 2025-11-25
-                    self.request.send(
-                        {"jsonrpc": "2.0", "id": request_id, "method": input_request.method, "params": params}
-                    )
-                    reply = await asyncio.wait_for(waiting, ASK_TIMEOUT_SECONDS)
-                finally:
-                    _pending.pop((self.session.id, request_id), None)
-                if "error" in reply:
-                    error = reply.get("error") or {}
-                    raise McpJsonRpcError(
-                        INTERNAL_ERROR, f"The client refused {input_request.method}: {error.get('message', error)}"
-                    )
-                answers[key] = input_request.parse(key, reply.get("result"))
-        except TimeoutError:
-            raise McpJsonRpcError(INTERNAL_ERROR, "The client did not answer in time") from None
-        finally:
-            if listener is not None:
-                listener.cancel()
-            if layer is not None and channel is not None:
-                with contextlib.suppress(Exception):
-                    await layer.group_discard(_reply_group(self.session), channel)
-        return answers
-
-    async def _listen(self, layer: Any, channel: str) -> None:
-        while True:
-            message = await layer.receive(channel)
-            if message.get("type") != REPLY_TYPE:
-                continue
-            waiting = _pending.get((self.session.id, str(message.get("id"))))
-            if waiting is not None and not waiting.done():
-                reply = message["message"]  # JSON text; a dict from a process of an older version
-                waiting.set_result(json.loads(reply) if isinstance(reply, str) else reply)
-
-
 # -- GET and DELETE -----------------------------------------------------------------------------------
 
 
-async def open_stream(server: McpServer, request: HttpRequest, headers: Mapping[str, str]) -> ListenStream:
-    """The session's ``GET`` stream: list changes and subscribed resource updates, from any process."""
-    session = await session_for(server, request, headers)
+async def aserve_session_request(
+    server: McpServer, http_request: HttpRequest, headers: Mapping[str, str]
+) -> HttpResponseBase:
+    """A session's ``DELETE``, or its ``GET`` stream: list changes and subscribed resource updates, from any process."""
+    check_origin(headers.get("origin"), lambda origin: origin_allowed(origin, http_request))
+    await aresolve_user(http_request)
+    if http_request.method == "DELETE":
+        return await _aend_session(server, http_request, headers)
+    if isinstance(http_request, WSGIRequest):
+        # No stream outlives a WSGI response: the transport's answer for "no GET stream here".
+        warn_wsgi_once()
+        return HttpResponse(status=405, headers={"Allow": "POST, DELETE"})
+    accept = headers.get("accept")
+    if accept is not None and "text/event-stream" not in accept and "*/*" not in accept:
+        raise McpJsonRpcError(INVALID_REQUEST, "Not acceptable: the GET stream is text/event-stream", http_status=406)
+    await server.started()
+    stream = await _aopen_stream(server, http_request, headers)
+    admit_stream(stream, limit_key(server, http_request))
+    return sse_response(stream.events())
+
+
+async def _aopen_stream(server: McpServer, http_request: HttpRequest, headers: Mapping[str, str]) -> ListenStream:
+    session = await asession_for(server, http_request, headers)
     probe = McpRequest(
-        request,
+        http_request,
         request_id=None,
         method="GET",
         params={},
@@ -410,7 +357,7 @@ async def open_stream(server: McpServer, request: HttpRequest, headers: Mapping[
     )
 
 
-async def end_session(server: McpServer, request: HttpRequest, headers: Mapping[str, str]) -> HttpResponse:
-    session = await session_for(server, request, headers)
-    await sessions.delete(session)
+async def _aend_session(server: McpServer, http_request: HttpRequest, headers: Mapping[str, str]) -> HttpResponse:
+    session = await asession_for(server, http_request, headers)
+    await sessions.adelete(session)
     return HttpResponse(status=200)

@@ -26,9 +26,9 @@ from typing import Any, TypeVar
 
 from django.core.cache import caches
 
-from .conf import get_settings
-from .protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params
-from .server.notify import throttle, unavailable
+from ..conf import get_settings
+from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params
+from ..server.notify import throttle, unavailable
 
 _PREFIX = "django_mcp.session."
 _OF_PRINCIPAL = "django_mcp.sessions.of."  # the ids of the sessions one principal opened
@@ -64,7 +64,7 @@ def _cache() -> Any:
     return caches[get_settings().SESSION_CACHE]
 
 
-async def _reach(operation: Awaitable[T]) -> T:
+async def _areach(operation: Awaitable[T]) -> T:
     """Run a cache operation; the store unreachable is a 503 for the request (logged once a minute)."""
     try:
         result = await operation
@@ -76,7 +76,7 @@ async def _reach(operation: Awaitable[T]) -> T:
     return result
 
 
-async def create(
+async def acreate(
     owner: str, protocol_version: str, capabilities: dict[str, Any], client_info: Any, limit_key: str | None = None
 ) -> McpSession:
     """A new session with an unguessable id, stored for ``SESSION_TTL_SECONDS``.
@@ -95,17 +95,17 @@ async def create(
     settings = get_settings()
     # The caller's own cap first: an opening it refuses must not count against everyone's.
     if settings.SESSIONS_PER_PRINCIPAL is not None:
-        await _add_to_principal(limit_key or owner, session.id, settings.SESSIONS_PER_PRINCIPAL)
+        await _aadd_to_principal(limit_key or owner, session.id, settings.SESSIONS_PER_PRINCIPAL)
     if settings.SESSIONS_MAX is not None:
-        await _count_opening(settings.SESSIONS_MAX, settings.SESSION_TTL_SECONDS)
-    await save(session)
+        await _acount_opening(settings.SESSIONS_MAX, settings.SESSION_TTL_SECONDS)
+    await asave(session)
     return session
 
 
-async def save(session: McpSession) -> None:
+async def asave(session: McpSession) -> None:
     """Store (and renew) the session; -32602 if it grew past ``SESSION_MAX_BYTES``."""
     _check_size(session)
-    await _reach(_cache().aset(_PREFIX + session.id, asdict(session), get_settings().SESSION_TTL_SECONDS))
+    await _areach(_cache().aset(_PREFIX + session.id, asdict(session), get_settings().SESSION_TTL_SECONDS))
 
 
 def _check_size(session: McpSession) -> None:
@@ -118,14 +118,14 @@ def _check_size(session: McpSession) -> None:
         )
 
 
-async def _count_opening(limit: int, ttl: int) -> None:
+async def _acount_opening(limit: int, ttl: int) -> None:
     """Count one session opened in this TTL-long window; refuse past ``limit`` over this window and the last."""
     window = int(time.time()) // ttl
     cache = _cache()
     key = f"{_OPENED}{window}"
-    await _reach(cache.aadd(key, 0, 2 * ttl))
-    opened = await _reach(cache.aincr(key))
-    before = await _reach(cache.aget(f"{_OPENED}{window - 1}", 0))
+    await _areach(cache.aadd(key, 0, 2 * ttl))
+    opened = await _areach(cache.aincr(key))
+    before = await _areach(cache.aget(f"{_OPENED}{window - 1}", 0))
     if opened + before > limit:
         raise McpJsonRpcError(
             INTERNAL_ERROR,
@@ -134,7 +134,7 @@ async def _count_opening(limit: int, ttl: int) -> None:
         )
 
 
-async def _add_to_principal(key: str, session_id: str, limit: int) -> None:
+async def _aadd_to_principal(key: str, session_id: str, limit: int) -> None:
     """Add the session to its principal's list, dropping the ended and expired ones; refuse past ``limit``.
 
     Read, modified and written back: two workers opening sessions for one principal at the same instant
@@ -142,8 +142,8 @@ async def _add_to_principal(key: str, session_id: str, limit: int) -> None:
     """
     cache = _cache()
     index_key = _OF_PRINCIPAL + hashlib.sha256(key.encode()).hexdigest()
-    ids: list[str] = await _reach(cache.aget(index_key, [])) or []
-    live = await _reach(cache.aget_many([_PREFIX + i for i in ids])) if ids else {}
+    ids: list[str] = await _areach(cache.aget(index_key, [])) or []
+    live = await _areach(cache.aget_many([_PREFIX + i for i in ids])) if ids else {}
     open_ids = [i for i in ids if _PREFIX + i in live]
     if len(open_ids) >= limit:
         raise McpJsonRpcError(
@@ -152,14 +152,14 @@ async def _add_to_principal(key: str, session_id: str, limit: int) -> None:
             "end one with DELETE or let one expire",
             http_status=429,
         )
-    await _reach(cache.aset(index_key, [*open_ids, session_id], get_settings().SESSION_TTL_SECONDS))
+    await _areach(cache.aset(index_key, [*open_ids, session_id], get_settings().SESSION_TTL_SECONDS))
 
 
-async def load(session_id: str, owner: str) -> McpSession | None:
+async def aload(session_id: str, owner: str) -> McpSession | None:
     """The session if it exists, has not expired and belongs to ``owner``; else None (all read the same)."""
     if not session_id or len(session_id) > 128:
         return None
-    raw = await _reach(_cache().aget(_PREFIX + session_id))
+    raw = await _areach(_cache().aget(_PREFIX + session_id))
     if not isinstance(raw, dict):
         return None
     try:
@@ -168,10 +168,10 @@ async def load(session_id: str, owner: str) -> McpSession | None:
         return None
     if not secrets.compare_digest(session.owner, owner):
         return None
-    await _reach(_cache().atouch(_PREFIX + session_id, get_settings().SESSION_TTL_SECONDS))
+    await _areach(_cache().atouch(_PREFIX + session_id, get_settings().SESSION_TTL_SECONDS))
     return session
 
 
-async def delete(session: McpSession) -> None:
+async def adelete(session: McpSession) -> None:
     """End the session: later requests with its id get 404 and the client initializes again."""
-    await _reach(_cache().adelete(_PREFIX + session.id))
+    await _areach(_cache().adelete(_PREFIX + session.id))
