@@ -78,7 +78,7 @@ class McpServer:
             plugins=plugins,
         )
         for plugin in plugins:
-            plugin.install(urls_namespace)
+            plugin.install(urls_namespace, self.dispatcher.tools)
             lifecycle.on_shutdown(plugin.shutdown)
         self._started: asyncio.Future[None] | None = None
         self._api: NinjaAPI | None = None

@@ -36,9 +36,9 @@ def _close_connection_pools(django_db_setup, django_db_blocker):
     (a session fixture's stderr is captured at teardown).
     """
     yield
-    from django_mcp.tasks import loop_read_pg
+    from django_mcp.tasks.store import loop_postgres
 
-    loop_read_pg._close()
+    loop_postgres._close()
     gc.collect()  # a connection only an ended loop's task still held
     with django_db_blocker.unblock():
         for conn in connections.all():

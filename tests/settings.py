@@ -74,6 +74,8 @@ DJANGO_MCP = {
     # run: the session caps are tested where they are set (tests/test_session_store.py).
     "SESSIONS_PER_PRINCIPAL": None,
     "SESSIONS_MAX": None,
+    # CI runs the suite both ways: the store's fast paths, and the plain ORM they must match.
+    "TASK_FAST_PATHS": os.environ.get("DJANGO_MCP_TEST_FAST_PATHS", "1") == "1",
 }
 
 # This project is the authorization server of /mcp-oauth (tests/test_oauth*.py).

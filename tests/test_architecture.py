@@ -184,3 +184,10 @@ def test_no_module_imports_another_modules_private_names():
                     if alias.name.startswith("_") and not alias.name.startswith("__")
                 ]
     assert private == []
+
+
+@pytest.mark.parametrize("path", modules_in("tasks"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_tasks_room_never_imports_the_glue_or_the_transport(path):
+    glue = ("django_mcp.endpoint", "django_mcp.urls", "django_mcp.transport", "django_mcp.auth", "django_mcp.audit")
+    crossing = {m for m in imported_modules(path) if m.startswith(glue)}
+    assert not crossing, f"{path.name} imports {sorted(crossing)}"

@@ -19,10 +19,10 @@ from django.utils import timezone
 
 from django_mcp.models import Task
 from django_mcp.tasks import EXTENSION_ID, McpTasks, fleet
-from django_mcp.tasks import store as task_store
 from django_mcp.tasks.checks import check_fleet
 from django_mcp.tasks.models import TaskQuota
 from django_mcp.tasks.plugin import cancel_task
+from django_mcp.tasks.store import operations
 from tests.fleetapp.servers import fleet_server, fleet_tools
 from tests.task_servers import stop_all_tasks
 from tests.wire import post, request_body
@@ -224,13 +224,13 @@ async def test_cancel_of_a_running_task_reaches_the_worker(async_client, tmp_pat
 
 async def test_claim_is_a_compare_and_set(async_client):
     result = await create(async_client, "sleeper", {"seconds": 30})
-    claim = sync_to_async(task_store.claim)
+    claim = sync_to_async(operations.claim)
     first = await claim(result["taskId"], "node-a", 5.0, "Running")
     assert first is not None and first.node == "node-a" and first.lease_expires_at is not None
     assert await claim(result["taskId"], "node-b", 5.0, "Running") is None
-    assert await sync_to_async(task_store.cancel_queued)(result["taskId"]) is None  # a worker has it
+    assert await sync_to_async(operations.cancel_queued)(result["taskId"]) is None  # a worker has it
     other = await create(async_client, "sleeper", {"seconds": 30})
-    assert await sync_to_async(task_store.cancel_queued)(other["taskId"]) is not None
+    assert await sync_to_async(operations.cancel_queued)(other["taskId"]) is not None
     assert await claim(other["taskId"], "node-a", 5.0, "Running") is None
 
 
@@ -277,7 +277,7 @@ async def test_a_task_no_worker_started_in_time_is_failed_by_the_web_maintenance
 
 async def test_the_sweep_leaves_tasks_running_in_the_web_process_alone(async_client):
     await Task.objects.all().adelete()
-    task = await sync_to_async(task_store.create)(
+    task = await sync_to_async(operations.create)(
         tool="x",
         arguments={},
         owner="o",
@@ -291,7 +291,7 @@ async def test_the_sweep_leaves_tasks_running_in_the_web_process_alone(async_cli
         lease_seconds=None,
     )
     await Task.objects.filter(pk=task.pk).aupdate(created_at=timezone.now() - timedelta(days=1))
-    assert await sync_to_async(task_store.fail_stale_queued)(1.0, {"code": -1, "message": "m"}) == []
+    assert await sync_to_async(operations.fail_stale_queued)(1.0, {"code": -1, "message": "m"}) == []
 
 
 # -- checks and options --------------------------------------------------------------------------
@@ -371,10 +371,10 @@ async def test_the_enqueue_and_the_job_id_share_one_store_thread_and_connection(
 
     from django_tasks_db.backend import DatabaseBackend
 
-    from django_mcp.tasks import store
+    from django_mcp.tasks.store import operations
 
     threads: dict[str, int] = {}
-    enqueue, set_job = DatabaseBackend.enqueue, store.set_job
+    enqueue, set_job = DatabaseBackend.enqueue, operations.set_job
 
     def spy_enqueue(self, *args, **kwargs):
         threads["enqueue"] = threading.get_ident()

@@ -74,7 +74,7 @@ async def test_a_lost_database_in_a_tasks_own_bookkeeping_fails_it_never_an_is_e
     plugin = tasks_server.extension_plugins[0]
     try:
         # Parking for input is the task's own bookkeeping (a progress update is not: it is dropped).
-        with mock.patch.object(plugin.store, "park", side_effect=OperationalError("server closed")):
+        with mock.patch.object(plugin.store, "apark", side_effect=OperationalError("server closed")):
             task_id = (await create(async_client, "declared", {"text": "t"}))["taskId"]
             done = await wait_for(async_client, task_id, "completed", "failed")
         assert done["status"] == "failed"

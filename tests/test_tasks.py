@@ -19,7 +19,7 @@ from asgiref.sync import sync_to_async
 from django_mcp.models import Task
 from django_mcp.tasks import EXTENSION_ID, McpTasks, astart_task
 from django_mcp.tasks.models import TaskQuota
-from django_mcp.tasks.store import new_task_id
+from django_mcp.tasks.store.database import new_task_id
 from django_mcp.tasks.wire import DETAILED_FIELDS, timestamp
 from tests.task_servers import EVENTS, small_server, stop_all_tasks
 from tests.wire import assert_wire, post, post_from, request_body
@@ -323,9 +323,9 @@ async def test_terminal_states_never_change(async_client):
     assert after["status"] == "completed"
     assert after["lastUpdatedAt"] == done["lastUpdatedAt"]
     # The compare-and-set refuses to move a terminal task, whoever asks.
-    from django_mcp.tasks import store
+    from django_mcp.tasks.store import operations
 
-    assert await sync_to_async(store.finish)(handle["taskId"], "cancelled") is None
+    assert await sync_to_async(operations.finish)(handle["taskId"], "cancelled") is None
     assert (await Task.objects.aget(pk=handle["taskId"])).status == "completed"
 
 
@@ -672,11 +672,11 @@ async def test_what_jsonb_cannot_hold_is_refused_as_params_everywhere_it_is_stor
 
 
 async def test_the_primary_key_read_loads_a_task_exactly_as_the_orm_does(async_client):
-    # store._read builds its SQL and converters from the model once; every field must come back as
+    # operations._read builds its SQL and converters from the model once; every field must come back as
     # the ORM loads it (UUIDs, datetimes, JSON, the user foreign key), on SQLite and on PostgreSQL.
     from django.contrib.auth.models import User
 
-    from django_mcp.tasks import store
+    from django_mcp.tasks.store import operations
 
     user = await User.objects.acreate(username="reader")
     handle = await create(async_client, "slow", {"seconds": 30}, caps=EXT)
@@ -684,26 +684,26 @@ async def test_the_primary_key_read_loads_a_task_exactly_as_the_orm_does(async_c
         user=user, result={"content": [{"type": "text", "text": "é"}]}, input_requests={"k": {"method": "x"}}
     )
     orm = await Task.objects.aget(pk=handle["taskId"])
-    fast = await sync_to_async(store._read)(uuid.UUID(handle["taskId"]), orm.owner)
+    fast = await sync_to_async(operations._read)(uuid.UUID(handle["taskId"]), orm.owner)
 
     def fields(task: Task) -> dict[str, Any]:
         return {f.attname: getattr(task, f.attname) for f in Task._meta.concrete_fields}
 
     assert fast is not None and fields(fast) == fields(orm)
     assert (fast._state.adding, fast._state.db) == (False, orm._state.db)
-    assert await sync_to_async(store._read)(uuid.UUID(handle["taskId"]), "someone else") is None
-    assert await sync_to_async(store._read)(uuid.uuid4()) is None
+    assert await sync_to_async(operations._read)(uuid.UUID(handle["taskId"]), "someone else") is None
+    assert await sync_to_async(operations._read)(uuid.uuid4()) is None
 
 
 async def test_creation_inserts_every_field_as_the_orm_would(async_client):
-    # store.create writes its INSERT from the model once (no save()): what the ORM loads back must
+    # operations.create writes its INSERT from the model once (no save()): what the ORM loads back must
     # be the row the store returned (UUID, datetimes, JSON with non-ASCII, the user foreign key).
     from django.contrib.auth.models import User
 
-    from django_mcp.tasks import store
+    from django_mcp.tasks.store import operations
 
     user = await User.objects.acreate(username="creator")
-    row = await sync_to_async(store.create)(
+    row = await sync_to_async(operations.create)(
         tool="quick",
         owner="sha256:someone",
         scope="tests",
@@ -737,17 +737,17 @@ async def test_a_task_run_where_it_was_created_stores_no_request_metadata(async_
 
 @pytest.mark.parametrize("returning", [True, False], ids=["update-returning", "orm-update-then-read"])
 async def test_finishing_writes_and_returns_the_task_as_the_orm_sees_it(async_client, monkeypatch, returning):
-    # store.finish is one UPDATE … RETURNING built from the model (or, where UPDATE returns no rows,
+    # operations.finish is one UPDATE … RETURNING built from the model (or, where UPDATE returns no rows,
     # the ORM's update and a read): a compare-and-set on the status whose returned row must be what
     # the ORM then loads (JSON, datetimes), and None once terminal.
-    from django_mcp.tasks import store
+    from django_mcp.tasks.store import operations, prepared
 
-    monkeypatch.setattr(store, "_update_returns_rows", lambda conn: returning)
+    monkeypatch.setattr(prepared, "update_returns_rows", lambda conn: returning)
 
     handle = await create(async_client, "slow", {"seconds": 30}, caps=EXT)
-    await sync_to_async(store.set_status_message)(handle["taskId"], "halfway")
+    await sync_to_async(operations.set_status_message)(handle["taskId"], "halfway")
     result = {"content": [{"type": "text", "text": "é\u2028"}], "structuredContent": {"n": [1, None]}}
-    done = await sync_to_async(store.finish)(handle["taskId"], "completed", result=result, message="done")
+    done = await sync_to_async(operations.finish)(handle["taskId"], "completed", result=result, message="done")
     orm = await Task.objects.aget(pk=handle["taskId"])
 
     def fields(task: Task) -> dict[str, Any]:
@@ -759,8 +759,8 @@ async def test_finishing_writes_and_returns_the_task_as_the_orm_sees_it(async_cl
     assert set(fields(done)) == {"id", "expires_at", "watched", "tool", *DETAILED_FIELDS}
     assert (orm.status, orm.status_message, orm.result, orm.input_requests) == ("completed", "done", result, {})
     assert orm.updated_at > orm.created_at
-    assert await sync_to_async(store.finish)(handle["taskId"], "failed", error={"x": 1}) is None
-    assert await sync_to_async(store.set_status_message)(handle["taskId"], "again") is None
+    assert await sync_to_async(operations.finish)(handle["taskId"], "failed", error={"x": 1}) is None
+    assert await sync_to_async(operations.set_status_message)(handle["taskId"], "again") is None
     assert (await Task.objects.aget(pk=handle["taskId"])).status == "completed"
 
 
@@ -771,7 +771,7 @@ def test_on_sqlite_the_store_threads_write_one_at_a_time_and_read_together():
     from concurrent.futures import ThreadPoolExecutor
     from threading import Lock
 
-    from django_mcp.tasks import store
+    from django_mcp.tasks.store import task_store
 
     inside, most, count = 0, 0, Lock()
 
@@ -787,7 +787,7 @@ def test_on_sqlite_the_store_threads_write_one_at_a_time_and_read_together():
     seen = {}
     for writes in (True, False):
         inside = most = 0
-        guarded = store._guarded(work, writes=writes)
+        guarded = task_store.guarded(work, writes=writes)
         with ThreadPoolExecutor(4) as pool:
             for future in [pool.submit(guarded) for _ in range(8)]:
                 future.result()
@@ -798,15 +798,15 @@ def test_on_sqlite_the_store_threads_write_one_at_a_time_and_read_together():
 def test_a_creation_whose_insert_fails_leaves_the_counters_as_they_were():
     from django.db import IntegrityError
 
-    from django_mcp.tasks import store
+    from django_mcp.tasks.store import operations
 
     fields = {
         "tool": "t", "owner": "o", "scope": "give-back", "arguments": {}, "status_message": "", "ttl_ms": None,
         "poll_interval_ms": 100, "max_tasks": 5, "max_tasks_per_owner": 3, "node": "n", "lease_seconds": 30,
     }  # fmt: skip
-    first = store.create(**fields)
+    first = operations.create(**fields)
     with pytest.raises(IntegrityError):
-        store.create(task_id=first.id, **fields)  # the same id: the insert fails after the counting
+        operations.create(task_id=first.id, **fields)  # the same id: the insert fails after the counting
     counts = dict(TaskQuota.objects.filter(scope="give-back").values_list("owner", "count"))
     assert counts == {"": 1, "o": 1}
 
@@ -814,22 +814,23 @@ def test_a_creation_whose_insert_fails_leaves_the_counters_as_they_were():
 @pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") != "postgres", reason="PostgreSQL's commit modes")
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("per_owner", [None, 3], ids=["server-cap", "server-and-owner-caps"])
-def test_on_postgresql_the_counting_commits_lazily_and_leaves_the_session_as_it_was(per_owner):
+def test_on_postgresql_the_counting_commits_lazily_and_leaves_the_session_as_it_was(per_owner, settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_FAST_PATHS": True}  # one of the fast paths
     # With only the server's cap, the counting is one autocommit statement whose own commit skips
     # the WAL flush (SET LOCAL in a transaction would cost three more round trips); two counters move
     # together in a transaction. Either way the connection keeps its synchronous_commit.
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from django_mcp.tasks import store
+    from django_mcp.tasks.store import errors, operations
 
     fields = {
         "tool": "t", "owner": "o", "scope": "lazily", "arguments": {}, "status_message": "", "ttl_ms": None,
         "poll_interval_ms": 100, "max_tasks": 3, "max_tasks_per_owner": per_owner, "node": "n", "lease_seconds": 30,
     }  # fmt: skip
-    store.create(**fields)  # makes the counter rows
+    operations.create(**fields)  # makes the counter rows
     with CaptureQueriesContext(connection) as queries:
-        store.create(**fields)
+        operations.create(**fields)
     statements = [query["sql"].split()[0] for query in queries]  # BEGIN and COMMIT where Django logs them
     if per_owner is None:
         assert statements == ["UPDATE", "INSERT"]
@@ -839,9 +840,9 @@ def test_on_postgresql_the_counting_commits_lazily_and_leaves_the_session_as_it_
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "on"
-    store.create(**fields)
-    with pytest.raises(store.TaskLimitReached):  # the cap still counts every creation, and refuses the 4th
-        store.create(**fields)
+    operations.create(**fields)
+    with pytest.raises(errors.TaskLimitReached):  # the cap still counts every creation, and refuses the 4th
+        operations.create(**fields)
     counts = dict(TaskQuota.objects.filter(scope="lazily").values_list("owner", "count"))
     assert counts == ({"": 3} if per_owner is None else {"": 3, "o": 3})
 
@@ -850,14 +851,14 @@ def test_a_counter_row_committed_by_a_concurrent_first_creation_is_not_taken_for
     # Two first creations race: one's UPDATE finds no counter row, the other's row is committed
     # before the first one looks again. The first must count on that row, not refuse at the cap
     # (seen in bench/: one of 1,000 concurrent first creations refused "at most 2000000 tasks").
-    from django_mcp.tasks import store
+    from django_mcp.tasks.store import caps, operations
 
     fields = {
         "tool": "t", "owner": "o", "scope": "race", "arguments": {}, "status_message": "", "ttl_ms": None,
         "poll_interval_ms": 100, "max_tasks": 5, "max_tasks_per_owner": 3, "node": "n", "lease_seconds": 30,
     }  # fmt: skip
-    store.create(**fields)  # both counter rows exist, at 1
-    increment, missed = store._increment, []
+    operations.create(**fields)  # both counter rows exist, at 1
+    increment, missed = caps.increment, []
 
     def miss_once_each(scope: str, owner: str, limit: int, **kwargs: Any) -> bool:
         if owner not in missed:  # as if the row were not there yet when this UPDATE ran
@@ -865,8 +866,9 @@ def test_a_counter_row_committed_by_a_concurrent_first_creation_is_not_taken_for
             return False
         return increment(scope, owner, limit, **kwargs)
 
-    monkeypatch.setattr(store, "_increment", miss_once_each)
-    store.create(**fields)
+    monkeypatch.setattr(caps, "increment", miss_once_each)  # counting alone, and in take_place
+    monkeypatch.setattr(operations, "increment", miss_once_each)
+    operations.create(**fields)
     assert missed == ["", "o"]
     counts = dict(TaskQuota.objects.filter(scope="race").values_list("owner", "count"))
     assert counts == {"": 2, "o": 2}
@@ -880,13 +882,13 @@ def test_concurrent_first_creations_all_count_and_none_is_refused():
     from concurrent.futures import ThreadPoolExecutor
     from threading import Barrier
 
-    from django_mcp.tasks import store
+    from django_mcp.tasks.store import operations, task_store
 
     fields = {
         "tool": "t", "owner": "o", "scope": "first", "arguments": {}, "status_message": "", "ttl_ms": None,
         "poll_interval_ms": 100, "max_tasks": 100, "max_tasks_per_owner": None, "node": "n", "lease_seconds": 30,
     }  # fmt: skip
-    create = store._guarded(store.create, writes=True)
+    create = task_store.guarded(operations.create, writes=True)
 
     def create_at_once(start: Barrier, **given: Any) -> Task:
         start.wait(timeout=10)
@@ -907,10 +909,10 @@ def test_giving_back_a_place_while_the_database_is_down_logs_and_does_not_mask_t
 
     from django.db import OperationalError
 
-    from django_mcp.tasks import store
+    from django_mcp.tasks.store import caps
 
     with mock.patch("django.db.models.query.QuerySet.update", side_effect=OperationalError("down")):
-        store._give_back("give-back", "o")  # called while the insert's own error propagates
+        caps.give_back("give-back", "o")  # called while the insert's own error propagates
     assert "mcp_clear_tasks --recount" in caplog.text
 
 

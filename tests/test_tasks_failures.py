@@ -34,7 +34,7 @@ async def _stop_tasks():
 
 async def test_database_loss_answers_503_not_a_traceback(async_client, caplog):
     with (
-        mock.patch.object(PLUGIN.store, "visible", side_effect=OperationalError("connection refused")),
+        mock.patch.object(PLUGIN.store, "avisible", side_effect=OperationalError("connection refused")),
         caplog.at_level(logging.WARNING, logger="django.request"),
     ):
         response = await post(
@@ -52,7 +52,7 @@ async def test_database_loss_answers_503_not_a_traceback(async_client, caplog):
 
 
 async def test_database_loss_during_task_creation_is_503_not_a_tool_error(async_client):
-    with mock.patch.object(PLUGIN.store, "create", side_effect=OperationalError("connection refused")):
+    with mock.patch.object(PLUGIN.store, "acreate", side_effect=OperationalError("connection refused")):
         body = await rpc(async_client, "tools/call", {"name": "slow"}, status=503)
     assert body["error"]["code"] == -32603
 
@@ -66,7 +66,7 @@ async def test_database_loss_in_auth_is_503(async_client):
 
 
 async def test_final_write_is_retried_while_the_database_is_down(async_client):
-    real_finish = PLUGIN.store.finish
+    real_finish = PLUGIN.store.afinish
     calls = {"n": 0}
 
     async def flaky_finish(*args, **kwargs):
@@ -75,7 +75,7 @@ async def test_final_write_is_retried_while_the_database_is_down(async_client):
             raise OperationalError("server closed the connection")
         return await real_finish(*args, **kwargs)
 
-    with mock.patch.object(PLUGIN.store, "finish", flaky_finish):
+    with mock.patch.object(PLUGIN.store, "afinish", flaky_finish):
         task_id = (await create(async_client, "quick", {"text": "persist"}))["taskId"]
         done = await wait_for(async_client, task_id, "completed")
     assert calls["n"] == 3
@@ -84,8 +84,8 @@ async def test_final_write_is_retried_while_the_database_is_down(async_client):
 
 async def test_finish_is_a_compare_and_set():
     task = await Task.objects.acreate(tool="t", owner="o", poll_interval_ms=1)
-    first = await PLUGIN.store.finish(task.pk, "completed", result={"content": []})
-    second = await PLUGIN.store.finish(task.pk, "cancelled")
+    first = await PLUGIN.store.afinish(task.pk, "completed", result={"content": []})
+    second = await PLUGIN.store.afinish(task.pk, "cancelled")
     assert first is not None and first.status == "completed"
     assert second is None
     await task.arefresh_from_db()
@@ -261,7 +261,7 @@ async def test_only_a_run_that_used_its_thread_closes_connections_there(async_cl
 async def test_a_cancel_between_the_commit_and_the_start_is_held_not_lost(async_client, monkeypatch):
     # The runner listens on its control group before the row exists; control for a task it is
     # about to start is held and applied at the start (no per-task join, no re-read of the row).
-    create_row = PLUGIN.store.create
+    create_row = PLUGIN.store.acreate
 
     async def create_then_cancel(**fields):
         task = await create_row(**fields)
@@ -272,7 +272,7 @@ async def test_a_cancel_between_the_commit_and_the_start_is_held_not_lost(async_
             await asyncio.sleep(0.01)
         return task
 
-    monkeypatch.setattr(PLUGIN.store, "create", create_then_cancel)
+    monkeypatch.setattr(PLUGIN.store, "acreate", create_then_cancel)
     task_id = (await create(async_client, "slow", {"seconds": 30, "steps": 1}))["taskId"]
     done = await wait_for(async_client, task_id, "cancelled", timeout=2)  # the lease renewal is 5 s away
     assert done["statusMessage"] == "Cancelled"
@@ -379,7 +379,7 @@ async def test_progress_that_meets_a_lost_database_is_dropped_and_the_task_compl
     async def down(*args, **kwargs):
         raise OperationalError("server closed the connection")
 
-    with mock.patch.object(PLUGIN.store, "set_status_message", down):
+    with mock.patch.object(PLUGIN.store, "aset_status_message", down):
         task_id = (await create(async_client, "declared_sync_progress", {"steps": 3}))["taskId"]
         done = await wait_for(async_client, task_id, "completed", "failed")
     assert done["status"] == "completed", done
@@ -390,7 +390,7 @@ async def test_the_final_write_retries_for_as_long_as_the_database_is_down_by_de
     from django_mcp.tasks.conf import get_tasks_settings
 
     assert get_tasks_settings().TASK_FINAL_WRITE_RETRY_SECONDS is None  # of any length
-    real_finish = PLUGIN.store.finish
+    real_finish = PLUGIN.store.afinish
     calls = {"n": 0}
 
     async def flaky_finish(*args, **kwargs):
@@ -399,7 +399,7 @@ async def test_the_final_write_retries_for_as_long_as_the_database_is_down_by_de
             raise OperationalError("server closed the connection")
         return await real_finish(*args, **kwargs)
 
-    with mock.patch.object(PLUGIN.store, "finish", flaky_finish):
+    with mock.patch.object(PLUGIN.store, "afinish", flaky_finish):
         task_id = (await create(async_client, "quick", {"text": "kept"}))["taskId"]
         done = await wait_for(async_client, task_id, "completed", timeout=15)
     assert done["result"]["content"][0]["text"] == "task:kept"
@@ -434,13 +434,13 @@ def driver_error(sqlstate: str | None, message: str = "connection refused") -> O
     ],
 )
 def test_lost_connection_tells_an_outage_from_a_query_error(error, lost):
-    from django_mcp.tasks.store import lost_connection
+    from django_mcp.tasks.store.errors import lost_connection
 
     assert lost_connection(error) is lost
 
 
 def test_psycopg2s_pgcode_is_read_and_other_drivers_trip_nothing():
-    from django_mcp.tasks.store import lost_connection
+    from django_mcp.tasks.store.errors import lost_connection
 
     class Psycopg2Error(Exception):
         pgcode = "40P01"  # a deadlock: the query's problem
@@ -462,7 +462,7 @@ def test_psycopg2s_pgcode_is_read_and_other_drivers_trip_nothing():
 def test_a_sqlite_lock_is_no_outage():
     import sqlite3
 
-    from django_mcp.tasks.store import lost_connection
+    from django_mcp.tasks.store.errors import lost_connection
 
     error = OperationalError("database is locked")
     error.__cause__ = sqlite3.OperationalError("database is locked")
@@ -470,7 +470,7 @@ def test_a_sqlite_lock_is_no_outage():
 
 
 async def test_a_known_outage_fails_calls_at_once_and_probes_once_a_period():
-    from django_mcp.tasks.store import KnownOutage
+    from django_mcp.tasks.store.errors import KnownOutage
 
     outage = KnownOutage(probe_seconds=0.2)
     outage.admit()  # nothing known: through
@@ -495,7 +495,7 @@ async def test_the_store_door_stops_calling_a_database_it_found_unreachable():
         calls["n"] += 1
         raise driver_error(None)
 
-    door = store._door(down)
+    door = store.in_threads(down)
     try:
         for _ in range(5):
             with pytest.raises(OperationalError):

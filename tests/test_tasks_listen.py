@@ -203,37 +203,37 @@ async def test_listening_marks_the_task_and_from_then_on_its_changes_are_publish
 
 async def test_a_change_after_the_mark_is_published_one_before_it_is_in_the_snapshot():
     """The mark orders every change: made before it, the snapshot has it; made after it, its row says publish."""
-    from django_mcp.tasks import store
     from django_mcp.tasks.models import Task, TaskStatus
+    from django_mcp.tasks.store import operations
 
     owner = "sha256:watcher"
     common = {
         "tool": "t", "owner": owner, "scope": "s", "arguments": {}, "status_message": "", "ttl_ms": None,
         "poll_interval_ms": 100, "max_tasks": 100, "max_tasks_per_owner": None, "node": "n", "lease_seconds": 30,
     }  # fmt: skip
-    before = await sync_to_async(store.create)(**common)
-    after = await sync_to_async(store.create)(**common)
-    done_before = await sync_to_async(store.finish)(before.pk, TaskStatus.COMPLETED, result={"content": []})
+    before = await sync_to_async(operations.create)(**common)
+    after = await sync_to_async(operations.create)(**common)
+    done_before = await sync_to_async(operations.finish)(before.pk, TaskStatus.COMPLETED, result={"content": []})
     assert done_before is not None and not done_before.watched  # nobody to tell
-    watched = await sync_to_async(store.watch_many)([str(before.pk), str(after.pk)], owner)
+    watched = await sync_to_async(operations.watch_many)([str(before.pk), str(after.pk)], owner)
     assert [(t.pk, t.status, t.watched) for t in watched] == [
         (before.pk, TaskStatus.COMPLETED, True),  # what the snapshot reads: the change made before the mark
         (after.pk, TaskStatus.WORKING, True),
     ]
-    done_after = await sync_to_async(store.finish)(after.pk, TaskStatus.COMPLETED, result={"content": []})
+    done_after = await sync_to_async(operations.finish)(after.pk, TaskStatus.COMPLETED, result={"content": []})
     assert done_after is not None and done_after.watched  # the row the change returns says: publish
-    assert await sync_to_async(store.watch_many)([str(after.pk)], "sha256:someone-else") == []
+    assert await sync_to_async(operations.watch_many)([str(after.pk)], "sha256:someone-else") == []
     assert await Task.objects.filter(watched=True).acount() == 2
 
 
 async def test_a_row_loaded_without_the_mark_is_published():
     """A task read narrowly (``watched`` deferred) cannot say nobody listens: published, never loaded in passing."""
-    from django_mcp.tasks import store
     from django_mcp.tasks.models import Task
     from django_mcp.tasks.runner import publish, task_group
+    from django_mcp.tasks.store import operations
     from django_mcp.tasks.wire import DETAILED_FIELDS
 
-    task = await sync_to_async(store.create)(
+    task = await sync_to_async(operations.create)(
         tool="t", owner="o", scope="s", arguments={}, status_message="", ttl_ms=None, poll_interval_ms=100,
         max_tasks=100, max_tasks_per_owner=None, node="n", lease_seconds=30,
     )  # fmt: skip
@@ -272,7 +272,7 @@ async def _finish_elsewhere(task_id: str) -> None:
     """What another process does when the task ends: the compare-and-set, then its publish."""
     from django_mcp.tasks.runner import publish
 
-    done = await PLUGIN.store.finish(task_id, "cancelled", message="Cancelled elsewhere")
+    done = await PLUGIN.store.afinish(task_id, "cancelled", message="Cancelled elsewhere")
     assert done is not None
     await publish(done)
 
@@ -281,7 +281,7 @@ async def _finish_elsewhere(task_id: str) -> None:
 async def test_a_task_ending_while_a_stream_subscribes_reaches_it(async_client, when):
     """Ended between the mark and the snapshot: the snapshot has it. Ended after the snapshot: it is pushed."""
     task_id = (await create(async_client, "slow", {"seconds": 30}))["taskId"]
-    door = "watch_many" if when == "after the mark" else "visible_many"  # the snapshot reads with visible_many
+    door = "awatch_many" if when == "after the mark" else "avisible_many"  # the snapshot reads with avisible_many
     real = getattr(PLUGIN.store, door)
 
     async def then_finish(*args: Any) -> Any:

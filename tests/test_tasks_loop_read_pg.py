@@ -20,10 +20,10 @@ from django.utils import timezone
 
 from django_mcp.models import Task
 from django_mcp.server.notify import throttle
-from django_mcp.tasks import loop_read_pg, store
-from django_mcp.tasks.loop_read import USE_STORE
-from django_mcp.tasks.loop_read_pg import read_visible
 from django_mcp.tasks.plugin import _GET_FIELDS as GET_FIELDS
+from django_mcp.tasks.store import loop_postgres, operations
+from django_mcp.tasks.store.loop_postgres import aread_visible as read_visible
+from django_mcp.tasks.store.prepared import USE_STORE
 from django_mcp.tasks.wire import detailed_task
 from tests.task_servers import tasks_server
 from tests.test_tasks_loop_read import OWNER, _fields, _task
@@ -37,27 +37,28 @@ PLUGIN = tasks_server.extension_plugins[0]
 
 
 @pytest.fixture(autouse=True)
-def _fresh_readers():
+def _fresh_readers(settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_FAST_PATHS": True}  # what this module tests
     # Long enough that a hand-over the tests expect never times out on a slow machine (they patch it down
     # to see the time-out), and that a wait that should not happen would show.
-    with mock.patch.object(loop_read_pg, "WAIT_SECONDS", 5.0):
+    with mock.patch.object(loop_postgres, "WAIT_SECONDS", 5.0):
         yield
-    for loop_readers in list(loop_read_pg._loops.values()):
+    for loop_readers in list(loop_postgres._loops.values()):
         loop_readers.close()
-    loop_read_pg._loops.clear()
-    loop_read_pg._elsewhere.discard("default")
+    loop_postgres._loops.clear()
+    loop_postgres._elsewhere.discard("default")
 
 
-def _loop_readers() -> loop_read_pg._LoopReaders:
-    return loop_read_pg._loops[asyncio.get_running_loop()]
+def _loop_readers() -> loop_postgres._LoopReaders:
+    return loop_postgres._loops[asyncio.get_running_loop()]
 
 
-def _reader() -> loop_read_pg._Reader:
+def _reader() -> loop_postgres._Reader:
     (reader,) = _loop_readers().readers["default"]  # one: a second opens only while the first is busy
     return reader
 
 
-async def _opened() -> loop_read_pg._Reader:
+async def _opened() -> loop_postgres._Reader:
     """The loop's reader, once its second read (the store answers both) has opened it in the background."""
     for _ in range(2):
         assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
@@ -65,7 +66,7 @@ async def _opened() -> loop_read_pg._Reader:
     return _reader()
 
 
-async def _two_opened(task: Task) -> tuple[loop_read_pg._Reader, loop_read_pg._Reader]:
+async def _two_opened(task: Task) -> tuple[loop_postgres._Reader, loop_postgres._Reader]:
     """The loop's first connection, and the second a read opened while the first was in use."""
     first = await _opened()
     first.busy = True
@@ -103,7 +104,7 @@ async def test_reads_the_task_as_the_store_does():
     await _opened()
     read = await read_visible(str(task.id), OWNER)
     assert isinstance(read, Task)
-    assert _fields(read) == _fields(await sync_to_async(store.visible)(task.id, OWNER))
+    assert _fields(read) == _fields(await sync_to_async(operations.visible)(task.id, OWNER))
     assert read._state.db == "default" and not read._state.adding
     narrow = await read_visible(str(task.id), OWNER, GET_FIELDS)
     assert isinstance(narrow, Task) and detailed_task(narrow) == detailed_task(task)
@@ -122,16 +123,16 @@ async def test_an_expired_task_goes_to_the_store_which_deletes_it():
     task = await sync_to_async(_task)(expires_at=timezone.now() - timedelta(seconds=1))
     await _opened()
     assert await read_visible(str(task.id), OWNER) is USE_STORE
-    assert await PLUGIN.store.visible(str(task.id), OWNER) is None
+    assert await PLUGIN.store.avisible(str(task.id), OWNER) is None
     assert not await Task.objects.filter(pk=task.id).aexists()
 
 
 async def test_tasks_visible_reads_on_the_loop_without_the_store_threads():
     task = await sync_to_async(_task)()
     await _opened()
-    with mock.patch.object(PLUGIN.store, "_visible_in_pool", side_effect=AssertionError("went to the pool")):
-        found = await PLUGIN.store.visible(str(task.id), OWNER, GET_FIELDS)
-        again = await PLUGIN.store.visible(str(task.id), OWNER, GET_FIELDS)
+    with mock.patch.object(PLUGIN.store, "_avisible_in_threads", side_effect=AssertionError("went to the pool")):
+        found = await PLUGIN.store.avisible(str(task.id), OWNER, GET_FIELDS)
+        again = await PLUGIN.store.avisible(str(task.id), OWNER, GET_FIELDS)
     assert found is not None and again is not None and found.id == again.id == task.id
 
 
@@ -139,8 +140,8 @@ async def test_reads_that_find_every_connection_in_use_are_handed_it_in_turn(set
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
     tasks = [await sync_to_async(_task)(status_message=str(n)) for n in range(3)]
     reader = await _opened()
-    with mock.patch.object(PLUGIN.store, "_visible_in_pool", side_effect=AssertionError("went to the pool")):
-        found = await asyncio.gather(*(PLUGIN.store.visible(str(t.id), OWNER) for t in tasks))
+    with mock.patch.object(PLUGIN.store, "_avisible_in_threads", side_effect=AssertionError("went to the pool")):
+        found = await asyncio.gather(*(PLUGIN.store.avisible(str(t.id), OWNER) for t in tasks))
     assert [t.status_message for t in found] == ["0", "1", "2"]
     assert _reader() is reader and not reader.busy and not _loop_readers().waiting["default"]
 
@@ -151,9 +152,9 @@ async def test_a_read_waits_for_a_connection_in_use_no_longer_than_wait_seconds(
     reader = await _opened()
     reader.busy = True  # a statement stuck on a dropped network
     try:
-        with mock.patch.object(loop_read_pg, "WAIT_SECONDS", 0.01):
+        with mock.patch.object(loop_postgres, "WAIT_SECONDS", 0.01):
             assert await read_visible(str(task.id), OWNER) is USE_STORE
-            assert (await PLUGIN.store.visible(str(task.id), OWNER)).id == task.id  # the store's threads answer
+            assert (await PLUGIN.store.avisible(str(task.id), OWNER)).id == task.id  # the store's threads answer
     finally:
         reader.busy = False
     assert not _loop_readers().waiting["default"] and len(_loop_readers().readers["default"]) == 1
@@ -205,15 +206,15 @@ async def test_while_every_connection_is_in_use_another_opens_up_to_the_setting(
     try:
         for _ in range(2):
             readers[-1].busy = True  # a request of this loop is reading on each one so far
-            with mock.patch.object(PLUGIN.store, "_visible_in_pool", side_effect=AssertionError("to the pool")):
+            with mock.patch.object(PLUGIN.store, "_avisible_in_threads", side_effect=AssertionError("to the pool")):
                 # Both wait: one more connection opens (one at a time), is handed to the first, then the second.
-                found = await asyncio.gather(*(PLUGIN.store.visible(str(task.id), OWNER) for _ in range(2)))
+                found = await asyncio.gather(*(PLUGIN.store.avisible(str(task.id), OWNER) for _ in range(2)))
             assert all(t.id == task.id for t in found) and not _loop_readers().opening
             readers.append(_loop_readers().readers["default"][-1])
             assert len(_loop_readers().readers["default"]) == len(readers) and not readers[-1].busy
         assert len({id(reader.link) for reader in readers}) == 3
         readers[-1].busy = True
-        with mock.patch.object(loop_read_pg, "WAIT_SECONDS", 0.01):
+        with mock.patch.object(loop_postgres, "WAIT_SECONDS", 0.01):
             assert await read_visible(str(task.id), OWNER) is USE_STORE  # all in use, and three is the most
         assert not _loop_readers().opening and len(_loop_readers().readers["default"]) == 3
     finally:
@@ -227,8 +228,8 @@ async def test_no_loop_connection_with_the_setting_at_zero(settings):
     task = await sync_to_async(_task)()
     for _ in range(3):
         assert await read_visible(str(task.id), OWNER) is USE_STORE
-    assert await PLUGIN.store.visible(str(task.id), OWNER) is not None  # the store answers
-    assert not loop_read_pg._loops.get(asyncio.get_running_loop(), loop_read_pg._LoopReaders()).readers
+    assert await PLUGIN.store.avisible(str(task.id), OWNER) is not None  # the store answers
+    assert not loop_postgres._loops.get(asyncio.get_running_loop(), loop_postgres._LoopReaders()).readers
 
 
 async def test_lowering_the_setting_closes_the_connections_beyond_it(settings):
@@ -260,11 +261,11 @@ async def test_a_final_write_takes_its_connection_before_its_shielded_statement_
 
     with (
         mock.patch.object(reader.cursor, "execute", side_effect=counted),
-        mock.patch.object(PLUGIN.store, "_visible_in_pool", side_effect=AssertionError("read in the pool")),
-        mock.patch.object(PLUGIN.store, "_finish_in_pool", side_effect=AssertionError("written in the pool")),
+        mock.patch.object(PLUGIN.store, "_avisible_in_threads", side_effect=AssertionError("read in the pool")),
+        mock.patch.object(PLUGIN.store, "_afinish_in_threads", side_effect=AssertionError("written in the pool")),
     ):
         finished, read = await asyncio.gather(
-            PLUGIN.store.finish(tasks[0].id, "completed"), PLUGIN.store.visible(str(tasks[1].id), OWNER)
+            PLUGIN.store.afinish(tasks[0].id, "completed"), PLUGIN.store.avisible(str(tasks[1].id), OWNER)
         )
     assert finished.status == "completed" and read is not None and read.id == tasks[1].id
     assert most == 1  # the read waited for the write's statement to end, and was handed the connection
@@ -297,7 +298,7 @@ async def test_every_statement_goes_through_the_connections_one_cursor():
     reader = await _opened()
     with mock.patch.object(reader.link, "cursor", side_effect=AssertionError("a cursor per statement")):
         assert isinstance(await read_visible(str(task.id), OWNER), Task)
-        assert (await PLUGIN.store.finish(task.id, "completed")).status == "completed"
+        assert (await PLUGIN.store.afinish(task.id, "completed")).status == "completed"
         assert isinstance(await read_visible(str(task.id), OWNER), Task)
 
 
@@ -354,7 +355,7 @@ async def test_an_open_cancelled_with_its_loop_forgets_its_reader():
         opening.cancel()  # as asyncio.run cancels what is left when its loop ends
         with pytest.raises(asyncio.CancelledError):
             await opening
-    assert not _loop_readers().readers and "default" not in loop_read_pg._elsewhere
+    assert not _loop_readers().readers and "default" not in loop_postgres._elsewhere
 
 
 async def test_an_open_cancelled_mid_handshake_closes_its_socket_while_its_task_is_kept():
@@ -388,7 +389,7 @@ async def test_an_open_cancelled_mid_handshake_closes_its_socket_while_its_task_
         await asyncio.wait_for(stream.read(), 5)  # a time-out while it is still open
         assert stream.at_eof()
     finally:
-        loop_readers = loop_read_pg._loops.get(asyncio.get_running_loop())
+        loop_readers = loop_postgres._loops.get(asyncio.get_running_loop())
         for left in loop_readers.opening if loop_readers else ():  # after a failure: not left connecting
             left.cancel()
         for writer in writers:
@@ -406,7 +407,7 @@ def test_a_loop_made_for_one_call_never_opens_a_connection():
 
     for _ in range(3):  # as async_to_sync serves each request under WSGI
         assert asyncio.run(one_call()) == (USE_STORE, {}, set())
-    assert not loop_read_pg._loops  # nothing left behind either
+    assert not loop_postgres._loops  # nothing left behind either
 
 
 async def test_a_database_that_cannot_be_reached_is_left_to_the_store_and_tried_again_a_second_later(caplog):
@@ -422,13 +423,13 @@ async def test_a_database_that_cannot_be_reached_is_left_to_the_store_and_tried_
         )
         assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
         assert create.call_count == 2  # not tried again at once
-        _loop_readers().retry_at["default"] -= loop_read_pg.RETRY_SECONDS
+        _loop_readers().retry_at["default"] -= loop_postgres.RETRY_SECONDS
         assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
         await asyncio.gather(*_loop_readers().opening)
         assert create.call_count == 3  # tried again, not remembered as another backend
         wait = _loop_readers().retry_at["default"] - time.monotonic()
-        assert loop_read_pg.RETRY_SECONDS < wait <= 2 * loop_read_pg.RETRY_SECONDS  # twice as long
-    assert "default" not in loop_read_pg._elsewhere
+        assert loop_postgres.RETRY_SECONDS < wait <= 2 * loop_postgres.RETRY_SECONDS  # twice as long
+    assert "default" not in loop_postgres._elsewhere
     assert len([r for r in caplog.records if r.name == "django_mcp.tasks"]) == 1  # the repeat is held back
     _loop_readers().retry_at.clear()
     await _opened()
@@ -441,7 +442,7 @@ async def test_a_loop_psycopg_cannot_run_on_leaves_every_read_to_the_store():
         for _ in range(2):
             assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
         await asyncio.gather(*_loop_readers().opening)
-    assert "default" in loop_read_pg._elsewhere and not _loop_readers().readers
+    assert "default" in loop_postgres._elsewhere and not _loop_readers().readers
 
 
 async def test_no_request_waits_for_the_connection_to_open():
@@ -454,7 +455,7 @@ async def test_no_request_waits_for_the_connection_to_open():
 
     with mock.patch("psycopg.AsyncConnection.connect", side_effect=slow_connect):
         started = time.perf_counter()
-        found = [await PLUGIN.store.visible(str(task.id), OWNER) for _ in range(3)]
+        found = [await PLUGIN.store.avisible(str(task.id), OWNER) for _ in range(3)]
         assert time.perf_counter() - started < 2
         assert all(t is not None and t.id == task.id for t in found)  # through the store
         assert len(_loop_readers().opening) == 1  # one attempt, in the background
@@ -473,7 +474,7 @@ async def test_a_subclass_an_assumed_role_or_a_connection_set_up_by_the_project_
 
     databases = [Spatial(connections["default"].settings_dict, "default"), _wrapper(OPTIONS={"assume_role": "x"})]
     for database in [*databases, _wrapper()]:
-        loop_read_pg._elsewhere.discard("default")
+        loop_postgres._elsewhere.discard("default")
         with (
             mock.patch.object(connections, "create_connection", return_value=database) as create,
             _receiver_if(database not in databases),
@@ -481,8 +482,8 @@ async def test_a_subclass_an_assumed_role_or_a_connection_set_up_by_the_project_
             assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
             assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
         assert create.call_count == 1  # decided once, not per read
-        assert asyncio.get_running_loop() not in loop_read_pg._loops  # nothing opened, nothing kept
-        assert "default" in loop_read_pg._elsewhere
+        assert asyncio.get_running_loop() not in loop_postgres._loops  # nothing opened, nothing kept
+        assert "default" in loop_postgres._elsewhere
 
 
 async def test_a_renamed_database_gets_a_connection_of_its_own():
@@ -502,7 +503,7 @@ async def test_a_renamed_database_gets_a_connection_of_its_own():
 
 def _read_on(loop: asyncio.AbstractEventLoop, task_id: str):
     async def read():
-        if asyncio.get_running_loop() not in loop_read_pg._loops:
+        if asyncio.get_running_loop() not in loop_postgres._loops:
             await _opened()
         found = await read_visible(task_id, OWNER)
         return found, _reader().link
@@ -526,8 +527,8 @@ def test_a_loop_closed_without_shutting_down_has_its_connection_closed_by_the_ne
     with asyncio.Runner() as runner:
         _, second_link = _read_on(runner.get_loop(), str(task.id))
         assert first_link.closed and not second_link.closed
-        assert first not in loop_read_pg._loops  # forgotten, not kept alive
-    assert second_link.closed and not loop_read_pg._loops
+        assert first not in loop_postgres._loops  # forgotten, not kept alive
+    assert second_link.closed and not loop_postgres._loops
 
 
 def test_each_loop_reads_on_its_own_connection():
@@ -551,9 +552,9 @@ async def test_finish_is_sent_from_the_loop_and_returns_what_the_store_would():
     task = await sync_to_async(_task)(status="working", arguments={"n": 1})
     await _opened()
     result = {"content": [{"type": "text", "text": "ünïcode"}], "structuredContent": {"n": [1, None]}}
-    with mock.patch.object(PLUGIN.store, "_finish_in_pool", side_effect=AssertionError("went to the pool")):
-        done = await PLUGIN.store.finish(task.id, "completed", result=result, message="Done")
-        again = await PLUGIN.store.finish(task.id, "cancelled")  # a compare-and-set: already terminal
+    with mock.patch.object(PLUGIN.store, "_afinish_in_threads", side_effect=AssertionError("went to the pool")):
+        done = await PLUGIN.store.afinish(task.id, "completed", result=result, message="Done")
+        again = await PLUGIN.store.afinish(task.id, "cancelled")  # a compare-and-set: already terminal
     assert again is None
     orm = await Task.objects.aget(pk=task.id)
     assert (orm.status, orm.status_message, orm.result, orm.input_requests) == ("completed", "Done", result, {})
@@ -567,16 +568,16 @@ async def test_finish_goes_to_the_pool_while_the_connection_is_busy_or_failing()
     tasks = [await sync_to_async(_task)(status="working") for _ in range(3)]
     reader = await _opened()
     with (
-        mock.patch.object(PLUGIN.store, "_finish_in_pool", wraps=PLUGIN.store._finish_in_pool) as pool,
-        mock.patch.object(loop_read_pg, "_handed_over", side_effect=AssertionError("a final write waited")),
+        mock.patch.object(PLUGIN.store, "_afinish_in_threads", wraps=PLUGIN.store._afinish_in_threads) as pool,
+        mock.patch.object(loop_postgres, "_handed_over", side_effect=AssertionError("a final write waited")),
     ):
         reader.busy = True  # a tasks/get of this loop is reading
         try:
-            assert (await PLUGIN.store.finish(tasks[0].id, "completed")).status == "completed"
+            assert (await PLUGIN.store.afinish(tasks[0].id, "completed")).status == "completed"
         finally:
             reader.busy = False
         reader.link.pgconn.finish()  # the server went away
-        assert (await PLUGIN.store.finish(tasks[1].id, "failed", error={"code": 1})).status == "failed"
+        assert (await PLUGIN.store.afinish(tasks[1].id, "failed", error={"code": 1})).status == "failed"
         assert reader not in _loop_readers().readers.get("default", [])  # dropped; a later use opens another
     assert [call.args[0] for call in pool.await_args_list] == [tasks[0].id, tasks[1].id]
     assert [t.status async for t in Task.objects.filter(pk__in=[t.id for t in tasks[:2]]).order_by("status")] == [
@@ -593,7 +594,7 @@ async def test_a_task_run_here_is_finished_from_the_loop():
     from tests.test_tasks import create
 
     await _opened()
-    with mock.patch.object(PLUGIN.store, "_finish_in_pool", side_effect=AssertionError("went to the pool")):
+    with mock.patch.object(PLUGIN.store, "_afinish_in_threads", side_effect=AssertionError("went to the pool")):
         task_id = (await create(AsyncClient(), "quick", {"text": "loop"}))["taskId"]
         supervisor = PLUGIN.runner._supervisors.get(task_id)
         if supervisor is not None:  # (no tasks/get meanwhile: it would hold the connection)
@@ -606,7 +607,7 @@ async def test_a_connection_idle_too_long_is_replaced_before_its_next_use():
     """The network may have dropped it silently: a statement on it could wait for the kernel to give up."""
     task = await sync_to_async(_task)()
     reader = await _opened()
-    reader.used_at -= loop_read_pg.IDLE_SECONDS + 1
+    reader.used_at -= loop_postgres.IDLE_SECONDS + 1
     assert await read_visible(str(task.id), OWNER) is USE_STORE  # to the store meanwhile
     assert reader.link.closed and reader not in _loop_readers().readers.get("default", [])
     assert (await _opened()).link is not reader.link
@@ -618,18 +619,18 @@ async def test_a_connection_a_burst_left_idle_is_closed():
     task = await sync_to_async(_task)()
     first, second = await _two_opened(task)
     first_link = first.link
-    second.used_at -= loop_read_pg.IDLE_SECONDS + 1  # the first served every read since
+    second.used_at -= loop_postgres.IDLE_SECONDS + 1  # the first served every read since
     assert isinstance(await read_visible(str(task.id), OWNER), Task)  # on the first
     assert second.link.closed and _reader() is first and not first_link.closed
 
 
 async def test_a_statement_the_server_refuses_leaves_the_connection_in_use():
     reader = await _opened()
-    taken = await loop_read_pg._take("default")
+    taken = await loop_postgres._take("default")
     assert taken is not None
-    assert await loop_read_pg._execute(*taken, "SELECT 1 / %s", (0,)) is USE_STORE  # division by zero
+    assert await loop_postgres._execute(*taken, "SELECT 1 / %s", (0,)) is USE_STORE  # division by zero
     assert _reader() is reader and not reader.link.closed and not reader.busy
-    assert await loop_read_pg._execute(*taken, "SELECT %s::int + 1", (1,)) == (2,)
+    assert await loop_postgres._execute(*taken, "SELECT %s::int + 1", (1,)) == (2,)
 
 
 async def test_a_finish_cancelled_mid_statement_still_ends_the_task():
@@ -637,15 +638,15 @@ async def test_a_finish_cancelled_mid_statement_still_ends_the_task():
     task = await sync_to_async(_task)(status="working")
     await _opened()
     started, release = asyncio.Event(), asyncio.Event()
-    real = loop_read_pg._execute
+    real = loop_postgres._execute
 
     async def held(*args):
         started.set()
         await release.wait()
         return await real(*args)
 
-    with mock.patch.object(loop_read_pg, "_execute", held):
-        finishing = asyncio.ensure_future(PLUGIN.store.finish(task.id, "completed", result={"content": []}))
+    with mock.patch.object(loop_postgres, "_execute", held):
+        finishing = asyncio.ensure_future(PLUGIN.store.afinish(task.id, "completed", result={"content": []}))
         await started.wait()
         finishing.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -19,8 +19,8 @@ from django.test import override_settings
 from django.utils import timezone
 
 from django_mcp.models import Task
-from django_mcp.tasks import loop_read, store
 from django_mcp.tasks.models import TaskQuota
+from django_mcp.tasks.store import caps, errors, loop_sqlite, operations, task_store
 
 ALIAS = "mcp_tasks"
 
@@ -62,7 +62,7 @@ def tasks_elsewhere(django_db_setup: None, django_db_blocker: Any, tmp_path_fact
             with override_settings(DATABASE_ROUTERS=[f"{__name__}.TasksElsewhere"]):
                 yield ALIAS
         finally:
-            loop_read._drop(ALIAS)
+            loop_sqlite._drop(ALIAS)
             if hasattr(connections._connections, ALIAS):
                 connections[ALIAS].close()
                 delattr(connections._connections, ALIAS)
@@ -83,9 +83,9 @@ def _nothing_on_default() -> None:
 
 @pytest.mark.parametrize("per_owner", [None, 2], ids=["server-cap", "server-and-owner-caps"])
 def test_creation_counts_and_inserts_on_the_routed_database(tasks_elsewhere, per_owner):
-    created = [store.create(**_fields(max_tasks_per_owner=per_owner)) for _ in range(2)]
-    with pytest.raises(store.TaskLimitReached):
-        store.create(**_fields(max_tasks=2))  # the cap is read from the routed counter
+    created = [operations.create(**_fields(max_tasks_per_owner=per_owner)) for _ in range(2)]
+    with pytest.raises(errors.TaskLimitReached):
+        operations.create(**_fields(max_tasks=2))  # the cap is read from the routed counter
     assert {t._state.db for t in created} == {ALIAS}
     assert Task.objects.using(ALIAS).count() == 2
     counts = dict(TaskQuota.objects.using(ALIAS).values_list("owner", "count"))
@@ -94,39 +94,39 @@ def test_creation_counts_and_inserts_on_the_routed_database(tasks_elsewhere, per
 
 
 def test_a_task_lives_its_whole_life_on_the_routed_database(tasks_elsewhere):
-    task = store.create(**_fields())
-    parked = store.park(task.id, {"q": {"method": "elicitation/create"}})
+    task = operations.create(**_fields())
+    parked = operations.park(task.id, {"q": {"method": "elicitation/create"}})
     assert parked is not None and parked.status == "input_required"
-    updated, accepted = store.answer(task.id, "o", {"q": {"action": "accept"}})
+    updated, accepted = operations.answer(task.id, "o", {"q": {"action": "accept"}})
     assert accepted == ["q"] and updated is not None and updated.status == "working"
-    assert store.take_answers(task.id, ["q"]) == {"q": {"action": "accept"}}
-    assert store.request_cancel(task.id, "o") is not None
-    assert store.renew_leases([str(task.id)], 30)[0] == [str(task.id)]
-    done = store.finish(task.id, "cancelled", message="Cancelled")
+    assert operations.take_answers(task.id, ["q"]) == {"q": {"action": "accept"}}
+    assert operations.request_cancel(task.id, "o") is not None
+    assert operations.renew_leases([str(task.id)], 30)[0] == [str(task.id)]
+    done = operations.finish(task.id, "cancelled", message="Cancelled")
     assert done is not None and done.status == "cancelled"
-    assert store.visible(str(task.id), "o") == done
-    assert loop_read.read_visible(str(task.id), "o") == done  # tasks/get's read on the event loop
+    assert operations.visible(str(task.id), "o") == done
+    assert loop_sqlite.read_visible(str(task.id), "o") == done  # tasks/get's read on the event loop
     _nothing_on_default()
 
 
 def test_sweeps_forget_and_recount_act_on_the_routed_database(tasks_elsewhere):
-    expired = store.create(**_fields(ttl_ms=1))
-    kept = store.create(**_fields())
-    assert store.sweep_expired(timezone.now() + timedelta(seconds=1)) == 1
-    assert store.forget(kept.id) == 1
+    expired = operations.create(**_fields(ttl_ms=1))
+    kept = operations.create(**_fields())
+    assert caps.sweep_expired(timezone.now() + timedelta(seconds=1)) == 1
+    assert operations.forget(kept.id) == 1
     assert not Task.objects.using(ALIAS).filter(pk__in=[expired.id, kept.id]).exists()
     assert TaskQuota.objects.using(ALIAS).get(owner="").count == 0
-    store.recount()
+    caps.recount()
     assert not TaskQuota.objects.using(ALIAS).exists()
     _nothing_on_default()
 
 
 async def test_the_store_threads_use_the_routed_database(tasks_elsewhere):
-    doors = store.TaskStore(threads=2)
+    doors = task_store.TaskStore(threads=2)
     try:
-        task = await doors.create(**_fields())
-        assert await doors.visible(str(task.id), "o") == task
-        finished = await doors.finish(task.id, "completed", result={"content": []})
+        task = await doors.acreate(**_fields())
+        assert await doors.avisible(str(task.id), "o") == task
+        finished = await doors.afinish(task.id, "completed", result={"content": []})
         assert finished is not None and finished._state.db == ALIAS
     finally:
         doors.close()

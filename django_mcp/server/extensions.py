@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from django.core.checks import CheckMessage
 
     from .context import McpRequest
+    from .registry import ToolRegistry
     from .tools import Tool
 
 ProceedToolCall = Callable[["McpRequest"], Awaitable[Any]]
@@ -85,11 +86,15 @@ class ExtensionPlugin:
     namespace: str = ""
     """The URL namespace of the server this plugin was installed on (set by :meth:`install`)."""
 
-    def install(self, namespace: str) -> None:
+    tools: ToolRegistry | None = None
+    """The tools of the server this plugin was installed on (set by :meth:`install`)."""
+
+    def install(self, namespace: str, tools: ToolRegistry) -> None:
         """Called once by the server that installs this plugin; a plugin serves one server."""
         if self.namespace:
             raise ValueError(f"{type(self).__name__} is already installed on server {self.namespace!r}")
         self.namespace = namespace
+        self.tools = tools
 
     def enabled(self, request: McpRequest) -> bool:
         """Whether this extension serves ``request`` (a refused request gets -32601 for its methods)."""

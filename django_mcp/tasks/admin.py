@@ -387,7 +387,7 @@ class TaskAdmin(admin.ModelAdmin):  # not subscriptable at run time
 
     @admin.action(description="Delete expired tasks (all of them, as mcp_clear_tasks does)", permissions=["sweep"])
     def delete_expired(self, request: HttpRequest, queryset: TaskQuerySet) -> None:
-        from .store import sweep_expired  # the same code path as manage.py mcp_clear_tasks
+        from .store.caps import sweep_expired  # the same code path as manage.py mcp_clear_tasks
 
         now = timezone.now()
         kept = queryset.live(now).count()

@@ -21,7 +21,7 @@ from django.db import close_old_connections
 from ..server.handlers import call_handler
 from .conf import get_tasks_settings
 from .models import ACTIVE, Task, TaskStatus
-from .store import set_job
+from .store.operations import set_job
 
 if TYPE_CHECKING:
     from .plugin import McpTasks
@@ -68,7 +68,7 @@ async def aenqueue(task: Task, backend: str, queue: str, namespace: str, store: 
     held one connection for the enqueue while waiting for a store thread to get another starved a
     small pool (8 concurrent calls on a pool of 4 all timed out).
     """
-    await store._door(_enqueue)(task.id, backend, queue, namespace)
+    await store.in_threads(_enqueue)(task.id, backend, queue, namespace)
 
 
 def _enqueue(task_id: Any, backend: str, queue: str, namespace: str) -> None:
@@ -77,20 +77,17 @@ def _enqueue(task_id: Any, backend: str, queue: str, namespace: str) -> None:
     set_job(task_id, str(result.id))
 
 
-def find_plugin(namespace: str) -> tuple[Any, McpTasks]:
-    """The server mounted under ``namespace`` and its McpTasks (importing the URLconf builds the servers)."""
+def find_plugin(namespace: str) -> McpTasks:
+    """The McpTasks of the server mounted under ``namespace`` (importing the URLconf builds the servers)."""
     from django.urls import get_resolver
 
-    from ..endpoint import servers
-    from .plugin import McpTasks
+    from .plugin import installed
 
     get_resolver().url_patterns  # noqa: B018 - imports ROOT_URLCONF, which builds every McpServer
-    for server in list(servers):
-        if server.urls_namespace == namespace:
-            for plugin in server.extension_plugins:
-                if isinstance(plugin, McpTasks):
-                    return server, plugin
-    raise LookupError(f"No McpTasks on a server named {namespace!r} in this project's URLconf")
+    plugin = installed.get(namespace)
+    if plugin is None:
+        raise LookupError(f"No McpTasks on a server named {namespace!r} in this project's URLconf")
+    return plugin
 
 
 def _rebuild_request(task: Task, namespace: str) -> Any:
@@ -124,34 +121,34 @@ def _load(task_id: str) -> Task | None:
 
 async def arun(task_id: str, namespace: str) -> str:
     """Claim the queued row, run the body under the runner, record the outcome. Returns what happened."""
-    server, plugin = find_plugin(namespace)
+    plugin = find_plugin(namespace)
     runner = plugin.runner
     settings = get_tasks_settings()
     await runner.control_ready()  # listening before the row names this runner
     runner.expect(task_id)
     try:
-        return await _claim_and_run(task_id, namespace, server, plugin, settings.TASK_LEASE_SECONDS)
+        return await _claim_and_run(task_id, namespace, plugin, settings.TASK_LEASE_SECONDS)
     finally:
         runner.unexpect(task_id)  # a no-op once it started
 
 
-async def _claim_and_run(task_id: str, namespace: str, server: Any, plugin: McpTasks, lease_seconds: float) -> str:
+async def _claim_and_run(task_id: str, namespace: str, plugin: McpTasks, lease_seconds: float) -> str:
     from .plugin import TaskRequest
     from .runner import publish
 
     store, runner = plugin.store, plugin.runner
-    claimed = await store.claim(task_id, runner.node, lease_seconds, "Running on a worker")
+    claimed = await store.aclaim(task_id, runner.node, lease_seconds, "Running on a worker")
     if claimed is None:
-        row = await store.reload(task_id)
+        row = await store.areload(task_id)
         if row is not None and row.status in ACTIVE and not row.node and row.cancel_requested:
-            done = await store.finish(task_id, TaskStatus.CANCELLED, message="Cancelled before it started")
+            done = await store.afinish(task_id, TaskStatus.CANCELLED, message="Cancelled before it started")
             if done is not None:
                 await publish(done)
         return f"not run: {row.status if row is not None else 'deleted'}"
     await publish(claimed)
-    task = await store._door(_load, writes=False)(task_id)  # through the store: its threads recycle their connections
-    assert task is not None
-    tool = server.dispatcher.tools.get(task.tool)
+    task = await store.in_threads(_load, writes=False)(task_id)  # in the store's threads: they recycle connections
+    assert task is not None and plugin.tools is not None
+    tool = plugin.tools.get(task.tool)
     try:
         if tool is None:
             raise LookupError(f"the worker has no tool {task.tool!r}")
@@ -161,7 +158,7 @@ async def _claim_and_run(task_id: str, namespace: str, server: Any, plugin: McpT
         logger.exception("Task %s: the worker could not start its body", task_id)
         message = f"Task failed: the worker could not start it ({type(exc).__name__})"
         error = {"code": -32603, "message": message}
-        done = await store.finish(task_id, TaskStatus.FAILED, error=error, message=message)
+        done = await store.afinish(task_id, TaskStatus.FAILED, error=error, message=message)
         if done is not None:
             await publish(done)
         return "not started"
@@ -172,7 +169,7 @@ async def _claim_and_run(task_id: str, namespace: str, server: Any, plugin: McpT
     supervisor = runner.start(task, tool, body, request.client_capabilities)
     with _Graceful(runner):
         await supervisor
-    row = await store.reload(task_id)
+    row = await store.areload(task_id)
     return row.status if row is not None else "deleted"
 
 

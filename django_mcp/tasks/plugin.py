@@ -6,6 +6,7 @@ import contextvars
 import hashlib
 import logging
 import re
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,6 @@ from ..server.lifecycle import shutting_down
 from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
 from ..server.params import Params, parse_params
 from . import gauges  # noqa: F401  (declares the tasks' OpenTelemetry gauges)
-from . import store as task_store
 from .conf import get_tasks_settings
 from .models import ACTIVE, Task, creator_fields
 from .runner import (
@@ -40,12 +40,15 @@ from .runner import (
     task_group,
 )
 from .signals import task_created
-from .store import TaskStore
+from .store import TaskStore, operations
+from .store.database import new_task_id
+from .store.errors import TaskLimitReached
 from .wire import DETAILED_FIELDS, EXTENSION_ID, create_task_result, detailed_task
 
 if TYPE_CHECKING:
     from django.core.checks import CheckMessage
 
+    from ..server.registry import ToolRegistry
     from ..server.tools import Tool
 
 logger = logging.getLogger("django_mcp.tasks")
@@ -166,6 +169,10 @@ class _ToolCall:
 _current_call: contextvars.ContextVar[_ToolCall | None] = contextvars.ContextVar("django_mcp_task_call", default=None)
 
 
+installed: weakref.WeakValueDictionary[str, McpTasks] = weakref.WeakValueDictionary()
+"""The McpTasks of each server built in this process, by URL namespace."""
+
+
 class McpTasks(ExtensionPlugin):
     """The tasks extension. Installing it in ``McpServer(extension_plugins=[...])`` is the whole switch.
 
@@ -236,6 +243,10 @@ class McpTasks(ExtensionPlugin):
         self._enabled = enabled
         self._store: TaskStore | None = None
         self._runner: TaskRunner | None = None
+
+    def install(self, namespace: str, tools: ToolRegistry) -> None:
+        super().install(namespace, tools)
+        installed[namespace] = self  # for a fleet worker, which has a task's server name only
 
     @property
     def store(self) -> TaskStore:
@@ -320,10 +331,10 @@ class McpTasks(ExtensionPlugin):
             raise missing_capability(_REQUIRED, f"taskIds needs the {EXTENSION_ID} extension on this request")
         ids = parse_params(TaskIdsFilter, "subscriptions/listen", dict(notifications)).taskIds
         owner = self.owner_of(request)
-        visible = [str(t.id) for t in await self.store.watch_many(ids, owner)]
+        visible = [str(t.id) for t in await self.store.awatch_many(ids, owner)]
 
         async def snapshot() -> list[dict[str, Any]]:
-            tasks = [await self._reap_if_orphaned(t) for t in await self.store.visible_many(visible, owner)]
+            tasks = [await self._reap_if_orphaned(t) for t in await self.store.avisible_many(visible, owner)]
             return [notification("notifications/tasks", detailed_task(t)) for t in tasks]
 
         return ListenSubscription({"taskIds": visible}, tuple(task_group(i) for i in visible), snapshot)
@@ -360,7 +371,7 @@ class McpTasks(ExtensionPlugin):
         return "sha256:" + hashlib.sha256(f"{self.namespace}\0{key}".encode()).hexdigest()
 
     async def _visible(self, request: McpRequest, task_id: str, only: tuple[str, ...] | None = None) -> Task:
-        task = await self.store.visible(task_id, self.owner_of(request), only)
+        task = await self.store.avisible(task_id, self.owner_of(request), only)
         if task is None:
             # Unknown, expired and someone else's all read the same.
             raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
@@ -370,11 +381,11 @@ class McpTasks(ExtensionPlugin):
         """Fail an active task whose lease lapsed (its process died) as soon as someone touches it."""
         if (
             task.status in ACTIVE
-            and task_store.lease_lapsed(task)
+            and operations.lease_lapsed(task)
             and not self.runner.running_here(str(task.id))
             and self.runner.may_reap()
         ):
-            reaped = await self.store.fail_if_owner_gone(task, OWNER_GONE)
+            reaped = await self.store.afail_if_owner_gone(task, OWNER_GONE)
             if reaped.status != task.status:
                 from .runner import publish
 
@@ -399,7 +410,7 @@ class McpTasks(ExtensionPlugin):
                     answer_type.model_validate(raw)
                 except ValueError as exc:
                     raise invalid_params(f"Invalid input response {key!r}: {exc}", {"inputResponse": key}) from None
-        updated, accepted = await self.store.answer(task.id, self.owner_of(request), responses)
+        updated, accepted = await self.store.aanswer(task.id, self.owner_of(request), responses)
         if updated is not None and accepted:
             from .runner import publish
 
@@ -410,15 +421,15 @@ class McpTasks(ExtensionPlugin):
     async def _cancel(self, request: McpRequest, params: TaskIdParams) -> dict[str, Any]:
         task = await self._visible(request, params.taskId)
         if task.status in ACTIVE and task.backend and not task.node:
-            cancelled = await self.store.cancel_queued(task.id)  # no worker has it yet: it never starts
+            cancelled = await self.store.acancel_queued(task.id)  # no worker has it yet: it never starts
             if cancelled is not None:
                 from .runner import publish
 
                 await publish(cancelled)
                 return {}
-            task = await self.store.reload(task.id) or task  # a worker claimed it meanwhile: cancel it there
+            task = await self.store.areload(task.id) or task  # a worker claimed it meanwhile: cancel it there
         if task.status in ACTIVE:
-            flagged = await self.store.request_cancel(task.id, None)
+            flagged = await self.store.arequest_cancel(task.id, None)
             if flagged is not None and flagged.status in ACTIVE:
                 await self.runner.deliver(flagged, "cancel")
         return {}
@@ -445,12 +456,12 @@ class McpTasks(ExtensionPlugin):
             request.meta.model_dump(by_alias=True, exclude_none=True, exclude={"progress_token"}) if backend else None
         )
         refuse_unstorable(request_meta, "the request's _meta (client capabilities and info)")
-        task_id = task_store.new_task_id()
+        task_id = new_task_id()
         if not backend:  # this runner runs it: listening for its control before the row exists
             await self.runner.control_ready()
             self.runner.expect(str(task_id))
         try:
-            task = await self.store.create(
+            task = await self.store.acreate(
                 task_id=task_id,
                 tool=tool.name,
                 owner=self.owner_of(request),
@@ -469,7 +480,7 @@ class McpTasks(ExtensionPlugin):
                 traceparent=telemetry.current_traceparent(),
                 **creator_fields(request.auth, request.user),
             )
-        except task_store.TaskLimitReached as reached:
+        except TaskLimitReached as reached:
             self.runner.unexpect(str(task_id))
             if reached.which == "owner":
                 message = f"Task limit reached: you may have at most {reached.limit} tasks here; let some finish"
@@ -489,7 +500,7 @@ class McpTasks(ExtensionPlugin):
                 await aenqueue(task, backend, self.task_queue, self.namespace, self.store)
             except Exception as exc:
                 logger.exception("Task %s: could not be enqueued on backend %r", task.id, backend)
-                await self.store.forget(task.id)  # the client never saw it: nothing left in working
+                await self.store.aforget(task.id)  # the client never saw it: nothing left in working
                 raise McpJsonRpcError(
                     INTERNAL_ERROR,
                     f"Could not queue the task for a worker ({type(exc).__name__}); nothing was started: retry later",
@@ -563,11 +574,11 @@ def cancel_task(task: Task) -> None:
     if task.status not in ACTIVE:
         return
     if task.backend and not task.node:
-        cancelled = task_store.cancel_queued(task.id)  # no worker has it yet: it never starts
+        cancelled = operations.cancel_queued(task.id)  # no worker has it yet: it never starts
         if cancelled is not None:
             async_to_sync(publish)(cancelled)
             return
-    flagged = task_store.request_cancel(task.id, None)
+    flagged = operations.request_cancel(task.id, None)
     if flagged is not None and flagged.status in ACTIVE and flagged.node:
         async_to_sync(send_control)(flagged.node, str(task.id), "cancel")
 

@@ -37,7 +37,8 @@ from ..server.tools import Tool
 from .conf import get_tasks_settings
 from .models import TERMINAL, Task, TaskStatus
 from .signals import task_changed, task_finished
-from .store import TaskStore, lost_connection
+from .store import TaskStore
+from .store.errors import lost_connection
 from .wire import detailed_task
 
 logger = logging.getLogger("django_mcp.tasks")
@@ -230,7 +231,7 @@ class RunningTask(TaskContext):
 
     async def aupdate(self, status_message: str) -> None:
         try:
-            task = await self._runner.store.set_status_message(self.id, status_message)
+            task = await self._runner.store.aset_status_message(self.id, status_message)
         except (OperationalError, InterfaceError) as exc:
             # Progress is not the outcome: dropped (the next update carries the news), the task runs on.
             throttle.log(logger, logging.WARNING, "task-progress", "A task's progress was dropped: %s", exc)
@@ -254,7 +255,7 @@ class RunningTask(TaskContext):
             pending[self._fresh_key(key)] = (key, request)
         answers: dict[str, Any] = {}
         while pending:
-            task = await self._runner.store.park(self.id, {wk: r.to_wire() for wk, (_, r) in pending.items()})
+            task = await self._runner.store.apark(self.id, {wk: r.to_wire() for wk, (_, r) in pending.items()})
             if task is None:  # no longer active: cancelled, reaped or deleted meanwhile
                 raise self._vanished()
             await publish(task)
@@ -275,7 +276,7 @@ class RunningTask(TaskContext):
             self._wake = asyncio.Event()
         while len(collected) < len(wire_keys):
             self._wake.clear()
-            taken = await self._runner.store.take_answers(self.id, [k for k in wire_keys if k not in collected])
+            taken = await self._runner.store.atake_answers(self.id, [k for k in wire_keys if k not in collected])
             if taken is None:
                 raise self._vanished()
             collected.update(taken)
@@ -381,7 +382,7 @@ class TaskRunner:
         delay = 0.1
         while True:
             try:
-                return await self.store.finish(context.id, status, **fields)
+                return await self.store.afinish(context.id, status, **fields)
             except (OperationalError, InterfaceError) as exc:
                 # A lost connection is retried until the database is back (or TASK_FINAL_WRITE_RETRY_SECONDS);
                 # another error of the database (a statement timeout, a full disk) for a minute at most.
@@ -396,7 +397,7 @@ class TaskRunner:
                 delay = min(delay * 2, 5.0)
             except Exception:
                 logger.exception("Task %s: could not store its outcome", context.id)
-                return await self.store.finish(
+                return await self.store.afinish(
                     context.id, TaskStatus.FAILED, error=UNSTORABLE, message=UNSTORABLE["message"]
                 )
 
@@ -504,7 +505,7 @@ class TaskRunner:
     async def maintain_once(self, lease_seconds: float) -> None:
         if self._running:
             await self.control_ready()  # stays in its group while long tasks run
-            flagged, answered, vanished = await self.store.renew_leases(list(self._running), lease_seconds)
+            flagged, answered, vanished = await self.store.arenew_leases(list(self._running), lease_seconds)
             for task_id in vanished:  # deleted or finished elsewhere: stop the run, record nothing
                 context = self._running.get(task_id)
                 if context is not None:
@@ -514,15 +515,15 @@ class TaskRunner:
                 self.act_here(task_id, "cancel")
             for task_id in answered:
                 self.act_here(task_id, "input")
-        await self.store.sweep_expired_batch()  # creation sweeps only at a cap: keep the table tidy here
+        await self.store.asweep_expired_batch()  # creation sweeps only at a cap: keep the table tidy here
         # Also this runner's own rows that it does not run: committed by a request that was cancelled
         # before it could start the task (their lease is never renewed).
         if self.may_reap():
-            for reaped in await self.store.reap_lapsed(list(self._running), OWNER_GONE):
+            for reaped in await self.store.areap_lapsed(list(self._running), OWNER_GONE):
                 await publish(reaped)
         queued_timeout = get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS
         if queued_timeout is not None:
-            for stale in await self.store.fail_stale_queued(queued_timeout, NEVER_STARTED):
+            for stale in await self.store.afail_stale_queued(queued_timeout, NEVER_STARTED):
                 await publish(stale)
 
     async def stop(self, grace_seconds: float = 0) -> None:

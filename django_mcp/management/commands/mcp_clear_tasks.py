@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from django_mcp.tasks.store import recount, sweep_expired
+from django_mcp.tasks.store.caps import recount, sweep_expired
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-"""``tasks/get``'s read of a SQLite database on the event loop's own thread.
+"""``tasks/get``'s read of a SQLite database on the event loop's own thread (a fast path).
 
 On SQLite a read by primary key costs less than the thread hop the store's door puts around it
 (on the bench machine ~50 µs against ~400 µs through the pool), and ``tasks/get`` is the request
@@ -21,23 +21,14 @@ import atexit
 import functools
 import sqlite3
 import threading
-from enum import Enum
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from django.db import connections, router
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabase
 
-from .models import Task
-from .rows import ReadPlan, load_row, parse_id, read_plan
-
-
-class _Answer(Enum):
-    USE_STORE = "use the store"
-
-
-USE_STORE: Final = _Answer.USE_STORE
-"""What :func:`read_visible` answers when the read has to go through the store's door."""
+from ..models import Task
+from .database import parse_id
+from .prepared import USE_STORE, MaybeTask, read_plan, visible_row
 
 
 class _Reader(NamedTuple):
@@ -52,12 +43,10 @@ _elsewhere: set[str] = set()  # aliases whose database this module does not read
 _lock = threading.Lock()
 
 
-def read_visible(
-    task_id: Any, owner: str, only: tuple[str, ...] | None = None
-) -> Task | None | Literal[_Answer.USE_STORE]:
+def read_visible(task_id: Any, owner: str, only: tuple[str, ...] | None = None) -> MaybeTask:
     """The task if it exists, belongs to ``owner`` and has not expired; :data:`USE_STORE` when unsure.
 
-    ``only``: the fields to load besides the primary key and ``expires_at`` (:func:`~.rows.read_plan`).
+    ``only``: the fields to load besides the primary key and ``expires_at`` (:func:`~.prepared.read_plan`).
     """
     pk = parse_id(task_id)
     if pk is None:
@@ -80,16 +69,6 @@ def read_visible(
     finally:
         _lock.release()
     return visible_row(reader.database, plan, found)
-
-
-def visible_row(database: BaseDatabaseWrapper, plan: ReadPlan, found: Any) -> Task | None | Literal[_Answer.USE_STORE]:
-    """The task a read on the loop ``found`` (a row of ``plan``, or None), or :data:`USE_STORE` if it expired."""
-    if found is None:
-        return None
-    task = load_row(database, plan, found)
-    if task.is_expired():
-        return USE_STORE  # the store deletes it: a write
-    return task
 
 
 @functools.cache

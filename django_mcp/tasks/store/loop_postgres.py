@@ -47,17 +47,17 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncGenerator
-from typing import Any, Literal
+from typing import Any
 
 from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 
-from ..server.notify import throttle
-from .conf import get_tasks_settings
-from .loop_read import USE_STORE, _Answer, visible_row
-from .models import ACTIVE, Task
-from .rows import load_row, parse_id, read_plan
+from ...server.notify import throttle
+from ..conf import get_tasks_settings
+from ..models import ACTIVE, Task
+from .database import parse_id
+from .prepared import USE_STORE, MaybeTask, load_row, read_plan, update_plan, visible_row
 
 logger = logging.getLogger("django_mcp.tasks")
 
@@ -143,9 +143,7 @@ _loops: dict[asyncio.AbstractEventLoop, _LoopReaders] = {}
 _elsewhere: set[str] = set()  # aliases whose database this module does not read
 
 
-async def read_visible(
-    task_id: Any, owner: str, only: tuple[str, ...] | None = None
-) -> Task | None | Literal[_Answer.USE_STORE]:
+async def aread_visible(task_id: Any, owner: str, only: tuple[str, ...] | None = None) -> MaybeTask:
     """The task if it exists, belongs to ``owner`` and has not expired; :data:`USE_STORE` when unsure.
 
     ``only``: the fields to load besides the primary key and ``expires_at`` (:func:`~.rows.read_plan`).
@@ -167,17 +165,13 @@ async def read_visible(
     return found if found is USE_STORE else visible_row(database, plan, found)
 
 
-async def update_active(
-    pk: Any, returning: tuple[str, ...] | None, values: dict[str, Any]
-) -> Task | None | Literal[_Answer.USE_STORE]:
+async def aupdate_active(pk: Any, returning: tuple[str, ...] | None, values: dict[str, Any]) -> MaybeTask:
     """The store's compare-and-set of an active task (``store._update_active``) sent from the loop.
 
     Autocommit: the statement's own commit (durable, as the store's) ends it. :data:`USE_STORE` when the
     connection is busy, opening or failing: the caller runs it in the store, where a statement that did
     commit before its connection failed finds the task no longer active (None), as a retry there would.
     """
-    from .store import update_plan
-
     taken = await _take(router.db_for_write(Task))
     if taken is None:
         return USE_STORE

@@ -1,0 +1,102 @@
+"""What the store's database errors mean: tables not migrated, the database lost, a cap reached."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+)
+
+from ...protocol.errors import INTERNAL_ERROR, McpJsonRpcError
+from ...server.notify import throttle
+
+logger = logging.getLogger("django_mcp.tasks")
+
+# PostgreSQL's SQLSTATEs for an undefined table and column; SQLite says it in words.
+_UNDEFINED_SQLSTATES = frozenset({"42P01", "42703"})
+
+
+_SQLITE_UNDEFINED = ("no such table: django_mcp_", "no such column: ", "table django_mcp_")
+
+
+def unmigrated(exc: DatabaseError) -> bool:
+    """Whether ``exc`` says a table or column of the tasks is missing: migrations not applied."""
+    if _sqlstate(exc.__cause__) in _UNDEFINED_SQLSTATES:
+        return True
+    return str(exc).startswith(_SQLITE_UNDEFINED)
+
+
+def tables_missing(exc: DatabaseError) -> McpJsonRpcError:
+    """The answer to a request that met :func:`unmigrated`: the cause and the fix, not a retry hint."""
+    throttle.log(logger, logging.ERROR, "unmigrated", "The django_mcp tables are missing or out of date: %s", exc)
+    return McpJsonRpcError(
+        INTERNAL_ERROR,
+        "Server misconfigured: the task tables are missing or out of date; "
+        "its operator must run `python manage.py migrate`",
+        http_status=500,
+    )
+
+
+# Connection failures, as PostgreSQL's SQLSTATE class 08 and its "shutting down / cannot connect now"
+# codes say; psycopg gives none (None) for a refused connection or its pool's timeout.
+_LOST_CONNECTION_SQLSTATES = ("08", "57P01", "57P02", "57P03")
+
+
+def lost_connection(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database cannot be reached (not a query's own error, not a SQLite lock)."""
+    cause = exc.__cause__  # the driver's own error, which Django's wrapper keeps
+    if not isinstance(exc, OperationalError | InterfaceError) or cause is None:
+        return False
+    if not type(cause).__module__.startswith("psycopg"):
+        return False  # SQLite (a lock is no outage), or a driver whose codes are not read here
+    sqlstate = _sqlstate(cause)
+    return sqlstate is None or sqlstate.startswith(_LOST_CONNECTION_SQLSTATES)
+
+
+def _sqlstate(cause: BaseException | None) -> str | None:
+    """A PostgreSQL driver error's SQLSTATE: psycopg's ``sqlstate``, psycopg2's ``pgcode``."""
+    code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    return code if isinstance(code, str) else None
+
+
+class KnownOutage:
+    """The database found unreachable: calls fail at once, and one a ``probe_seconds`` goes through to see.
+
+    Without it, every concurrent request would queue for the pool's timeout in turn.
+    """
+
+    def __init__(self, probe_seconds: float = 1.0) -> None:
+        self.probe_seconds = probe_seconds
+        self._fail_until = 0.0  # monotonic; 0: not known to be down
+        self.last_lost = float("-inf")
+        """When a call last found the database unreachable (monotonic)."""
+
+    def admit(self) -> None:
+        """Raise ``OperationalError`` at once while the outage is known; let the next probe through."""
+        if not self._fail_until:
+            return
+        now = time.monotonic()
+        if now < self._fail_until:
+            raise OperationalError("The database was unreachable a moment ago")
+        self._fail_until = now + self.probe_seconds  # this call is the probe: the others fail at once meanwhile
+
+    def failed(self, exc: BaseException) -> None:
+        if lost_connection(exc):
+            self.last_lost = time.monotonic()
+            self._fail_until = self.last_lost + self.probe_seconds
+
+    def succeeded(self) -> None:
+        self._fail_until = 0.0
+
+
+class TaskLimitReached(Exception):  # noqa: N818
+    """Creating one more task would exceed a cap: ``which`` is ``"server"`` or ``"owner"``, ``limit`` its value."""
+
+    def __init__(self, which: str, limit: int) -> None:
+        super().__init__(f"{which} cap of {limit} reached")
+        self.which = which
+        self.limit = limit
