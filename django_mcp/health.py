@@ -21,6 +21,7 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import path
 from django.utils import timezone
 
+from .compat import mark_logged
 from .server.notify import has_channel_layer
 
 T = TypeVar("T")
@@ -151,7 +152,7 @@ async def ready(request: HttpRequest) -> JsonResponse:
     body = {"status": "ok" if ok else "unavailable", "checks": {check.name: check.to_json() for check in checks}}
     response = JsonResponse(body, status=200 if ok else 503)
     if not ok:
-        response._has_been_logged = True  # type: ignore[attr-defined]  # a probe every few seconds: no log line each
+        mark_logged(response)  # a probe every few seconds: no log line each
     return response
 
 

@@ -40,10 +40,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from asgiref.sync import SyncToAsync, sync_to_async
+from asgiref.sync import sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import connections
 
+from ..compat import redis_subscriber_connections, request_thread_executors
 from ..conf import get_settings
 from ..protocol import sse
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
@@ -765,7 +766,7 @@ class LayerWatch:
     # -- channels_redis: a reconnected subscriber lost what was published while it was down
 
     def _hook_reconnects(self) -> None:
-        for connection in _subscriber_connections(self.layer):
+        for connection in redis_subscriber_connections(self.layer):
             if connection not in self._hooked:
                 connection.register_connect_callback(self._reconnected)
                 self._hooked.add(connection)
@@ -781,23 +782,6 @@ class LayerWatch:
         self.check_soon()
         if self._loop_task is None or self._loop_task.done():
             self._loop_task = asyncio.ensure_future(self._run())
-
-
-def _subscriber_connections(layer: Any) -> list[Any]:
-    """The Redis connections a ``channels_redis`` pub/sub layer receives on (none for other layers)."""
-    get_layer = getattr(type(layer), "_get_layer", None)
-    if get_layer is None:
-        return []
-    try:
-        shards = get_layer(layer)._shards
-    except Exception:  # another layer with the same method name, or a changed channels_redis
-        return []
-    found = []
-    for shard in shards:
-        connection = getattr(getattr(shard, "_pubsub", None), "connection", None)
-        if connection is not None and hasattr(connection, "register_connect_callback"):
-            found.append(connection)
-    return found
 
 
 def _publish_failed(group: str, exc: BaseException) -> None:
@@ -825,11 +809,11 @@ async def _release_request_thread() -> None:
     (Django's ``response.close()`` at the end) run on a small pool shared by all released streams,
     so thousands of streams ending at once start no thread each.
     """
-    context = SyncToAsync.thread_sensitive_context.get(None)
-    executors = getattr(SyncToAsync, "context_to_thread_executor", None)
-    if context is None or executors is None:
+    found = request_thread_executors()
+    if found is None or found[0] is None:
         return  # not under Django's ASGI handler (e.g. a test client): nothing held
-    executor = executors.get(context)
+    context, executors = found
+    executor: Any = executors.get(context)
     if executor is None:
         return
     await sync_to_async(connections.close_all)()

@@ -21,10 +21,11 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from asgiref.sync import SyncToAsync, ThreadSensitiveContext, async_to_sync, sync_to_async
+from asgiref.sync import ThreadSensitiveContext, async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.db import InterfaceError, OperationalError, connections
 
+from ..compat import request_thread_executors
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, missing_capability
 from ..protocol.jsonrpc import notification
 from ..server import telemetry
@@ -366,7 +367,8 @@ class TaskRunner:
                 self._supervisors.pop(context.id, None)
                 # Only a run that used its thread has connections there; asking an unused context to
                 # close them would start a thread (and a joiner) per task just to find none.
-                if thread_context in SyncToAsync.context_to_thread_executor:
+                executors = request_thread_executors()
+                if executors is not None and thread_context in executors[1]:
                     with contextlib.suppress(Exception):
                         await sync_to_async(connections.close_all)()
 

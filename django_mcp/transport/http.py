@@ -9,6 +9,7 @@ from django.conf import settings as django_settings
 from django.http import HttpRequest
 from django.http.request import HttpHeaders
 
+from ..compat import has_body_stream
 from ..conf import get_settings
 from ..protocol.errors import INVALID_REQUEST, McpJsonRpcError
 from ..protocol.ladder import Rejection
@@ -63,7 +64,7 @@ def read_body(request: HttpRequest, headers: dict[str, str], limit: int) -> byte
     # read() (not .body) so at most limit+1 bytes are held in memory. The ASGI server has already
     # received the whole body by now (daphne buffers it): enforce the limit at the proxy too.
     # Mock requests (ninja's TestClient) have no stream, only a body.
-    body = request.read(limit + 1) if hasattr(request, "_stream") else request.body[: limit + 1]
+    body = request.read(limit + 1) if has_body_stream(request) else request.body[: limit + 1]
     if len(body) > limit:
         raise _too_big(limit)
     return body

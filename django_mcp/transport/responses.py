@@ -9,6 +9,7 @@ from typing import Any
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpResponse, StreamingHttpResponse
 
+from ..compat import mark_logged
 from ..protocol import sse
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import WireJSONEncoder, error_response
@@ -32,7 +33,7 @@ def json_response(payload: dict[str, Any], status: int = 200, headers: Mapping[s
     if status == 503:
         # An outage's answer: what failed is logged once a minute (throttled) where it failed, so Django's
         # request logger must not add a line per request (the flag its log_response() sets and reads).
-        response._has_been_logged = True  # type: ignore[attr-defined]
+        mark_logged(response)
     return response
 
 

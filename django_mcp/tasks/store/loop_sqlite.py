@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 from django.db import connections, router
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabase
 
+from ...compat import sqlite_init_commands
 from ..models import Task
 from .database import parse_id
 from .prepared import USE_STORE, MaybeTask, read_plan, visible_row
@@ -94,7 +95,7 @@ def _reader(alias: str) -> _Reader | None:
     except sqlite3.Error:
         return None
     try:
-        for statement in getattr(database, "init_commands", ()):  # set by get_connection_params
+        for statement in sqlite_init_commands(database):  # set by get_connection_params
             if statement := statement.strip():
                 link.execute(statement)
         link.execute("PRAGMA query_only = ON")

@@ -1,0 +1,68 @@
+"""Every use of another library's private API, in one place (``tests/test_compat.py`` fails when one changes shape).
+
+Each function says what it reaches for and why no public API does the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any
+
+from django.http import HttpRequest, HttpResponseBase
+
+
+def mark_logged(response: HttpResponseBase) -> None:
+    """Tell Django's request logger this response was logged already (the flag ``log_response()`` sets and reads).
+
+    An outage's 503, or a health probe, is logged once where it happened (throttled): not a line per request.
+    """
+    response._has_been_logged = True  # type: ignore[attr-defined]
+
+
+def has_body_stream(request: HttpRequest) -> bool:
+    """Whether ``request.read(n)`` reads its body as a stream (a real request) rather than a test client's mock."""
+    return hasattr(request, "_stream")
+
+
+def sqlite_init_commands(database: Any) -> tuple[str, ...]:
+    """The ``init_command`` statements Django's SQLite backend runs on a new connection.
+
+    ``get_connection_params()`` reads them from ``OPTIONS`` into this attribute; the event loop's own
+    read connection runs them too, as Django would.
+    """
+    return tuple(getattr(database, "init_commands", ()))
+
+
+def request_thread_executors() -> tuple[Any, MutableMapping[Any, Any]] | None:
+    """asgiref's current ``ThreadSensitiveContext`` and its map of contexts to one-thread executors, or None.
+
+    The executor Django's ASGI handler keeps for a request is only reachable there: a listen stream
+    hands its thread back (``server.listen``), and a task that ran sync code closes its connections there.
+    """
+    from asgiref.sync import SyncToAsync
+
+    executors = getattr(SyncToAsync, "context_to_thread_executor", None)
+    context = SyncToAsync.thread_sensitive_context.get(None)
+    if executors is None:
+        return None
+    return context, executors
+
+
+def redis_subscriber_connections(layer: Any) -> list[Any]:
+    """The Redis connections a ``channels_redis`` pub/sub layer receives on (none for other layers).
+
+    Their connect callbacks are how a reconnection (and the notifications lost meanwhile) is noticed.
+    """
+    get_layer = getattr(type(layer), "_get_layer", None)
+    if get_layer is None:
+        return []
+    try:
+        shards = get_layer(layer)._shards
+    except Exception:  # another layer with the same method name, or a changed channels_redis
+        return []
+    found = []
+    for shard in shards:
+        connection = getattr(getattr(shard, "_pubsub", None), "connection", None)
+        if connection is not None and hasattr(connection, "register_connect_callback"):
+            found.append(connection)
+    return found
