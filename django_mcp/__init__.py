@@ -33,12 +33,12 @@ from .server.mrtr import (
 )
 from .server.notify import anotify_resource_updated, notify_resource_updated
 from .server.options import ServerOptions
-from .server.prompts import Prompt, PromptArgument, PromptRegistry, prompt, prompts
-from .server.registry import ToolRegistry, registry, tool
-from .server.resources import Resource, ResourceRegistry, ResourceTemplate, resource, resources
+from .server.prompts.definition import Prompt, PromptArgument, PromptRegistry, prompt, prompts
+from .server.resources.definition import Resource, ResourceRegistry, ResourceTemplate, resource, resources
 from .server.results import ToolError
 from .server.signals import tool_called
-from .server.tools import Tool
+from .server.tools.definition import Tool
+from .server.tools.registry import ToolRegistry, registry, tool
 from .urls import mcp_path
 
 __version__ = "0.1.0"

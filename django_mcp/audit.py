@@ -24,7 +24,7 @@ from .conf import SETTINGS_NAME, get_settings
 from .server.context import McpRequest
 from .server.lifecycle import lifecycle
 from .server.signals import tool_called
-from .server.tools import Tool
+from .server.tools.definition import Tool
 
 logger = logging.getLogger("django_mcp")
 REDACTED = "[redacted]"

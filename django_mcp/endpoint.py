@@ -13,12 +13,12 @@ from .server.dispatch import Dispatcher
 from .server.extensions import ExtensionPlugin
 from .server.lifecycle import lifecycle
 from .server.options import ResolvedOptions, ServerOptions
-from .server.prompts import PromptRegistry
-from .server.prompts import prompts as project_prompts
-from .server.registry import ToolRegistry
-from .server.registry import registry as project_tools
-from .server.resources import ResourceRegistry
-from .server.resources import resources as project_resources
+from .server.prompts.definition import PromptRegistry
+from .server.prompts.definition import prompts as project_prompts
+from .server.resources.definition import ResourceRegistry
+from .server.resources.definition import resources as project_resources
+from .server.tools.registry import ToolRegistry
+from .server.tools.registry import registry as project_tools
 
 if TYPE_CHECKING:
     from django.http import HttpRequest, HttpResponseBase

@@ -15,9 +15,9 @@ from pydantic import AfterValidator, BaseModel, Field
 from django_mcp import DefinitionError
 from django_mcp.protocol.errors import McpJsonRpcError
 from django_mcp.protocol.headers import ParamHeader
-from django_mcp.server import registry as registry_module
-from django_mcp.server.registry import ToolRegistry, tool
-from django_mcp.server.tools import Tool, build_tool
+from django_mcp.server.tools import registry as registry_module
+from django_mcp.server.tools.definition import Tool, build_tool
+from django_mcp.server.tools.registry import ToolRegistry, tool
 
 
 def _walk_keys(node: Any):
@@ -702,7 +702,7 @@ class TestPlainArgumentsSkipTheSchemaPass:
     def test_plain_values_are_returned_without_running_the_schema(self, monkeypatch):
         t = build_tool(plain_tool)
         args = {"text": "é", "n": 3, "x": 2.5, "flag": True, "tags": [1, 2], "extra": {"k": [None, 1.5]}, "mode": "b"}
-        monkeypatch.setattr("django_mcp.server.tools._first_error", lambda *a: pytest.fail("the schema ran"))
+        monkeypatch.setattr("django_mcp.server.tools.definition._first_error", lambda *a: pytest.fail("the schema ran"))
         assert t.validate_arguments(args) == args
 
     @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from .access import visible
 from .context import McpRequest
 from .handlers import run_handler
 from .params import CompleteParams
-from .resources import ResourceTemplate
+from .resources.definition import ResourceTemplate
 
 if TYPE_CHECKING:
     from .dispatch import ServerContext

@@ -21,7 +21,7 @@ from ..conf import get_settings
 from ..protocol.errors import method_not_found, missing_capability
 from ..protocol.jsonrpc import META_SERVER_INFO
 from ..protocol.ladder import SUPPORTED_VERSIONS
-from . import completion, prompt_methods, resource_methods, subscriptions, tool_methods
+from . import completion, subscriptions
 from .context import McpRequest
 from .extensions import ExtensionMethod, ExtensionPlugin
 from .listen import ListenStream
@@ -39,10 +39,13 @@ from .params import (
     ReadResourceParams,
     parse_params,
 )
-from .prompts import PromptRegistry
+from .prompts import methods as prompt_methods
+from .prompts.definition import PromptRegistry
 from .rates import enforce_request_rate
-from .registry import ToolRegistry
-from .resources import ResourceRegistry
+from .resources import methods as resource_methods
+from .resources.definition import ResourceRegistry
+from .tools import methods as tool_methods
+from .tools.registry import ToolRegistry
 
 
 @dataclass(frozen=True)

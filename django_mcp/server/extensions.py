@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from django.core.checks import CheckMessage
 
     from .context import McpRequest
-    from .registry import ToolRegistry
-    from .tools import Tool
+    from .tools.definition import Tool
+    from .tools.registry import ToolRegistry
 
 ProceedToolCall = Callable[["McpRequest"], Awaitable[Any]]
 """The rest of a ``tools/call``: runs the tool's handler for the request given and returns what it returned."""

@@ -27,7 +27,7 @@ from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import notification
 
 if TYPE_CHECKING:
-    from .registry import Registry
+    from .tools.registry import Registry
 
 logger = logging.getLogger("django_mcp")
 

@@ -12,7 +12,7 @@ from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import dumps
 
 if TYPE_CHECKING:
-    from .tools import Tool
+    from .tools.definition import Tool
 
 logger = logging.getLogger("django_mcp")
 

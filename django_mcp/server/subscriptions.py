@@ -13,7 +13,7 @@ from .context import McpRequest, needs_asgi
 from .listen import ListenStream, admit_stream
 from .notify import has_channel_layer, resource_group
 from .params import ListenParams
-from .registry import Registry
+from .tools.registry import Registry
 
 if TYPE_CHECKING:
     from .dispatch import ServerContext

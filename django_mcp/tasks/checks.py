@@ -15,7 +15,7 @@ from ..conf import SETTINGS_NAME
 from .conf import get_tasks_settings
 
 if TYPE_CHECKING:
-    from ..server.tools import Tool
+    from ..server.tools.definition import Tool
     from .plugin import McpTasks
 
 

@@ -48,8 +48,8 @@ from .wire import DETAILED_FIELDS, EXTENSION_ID, create_task_result, detailed_ta
 if TYPE_CHECKING:
     from django.core.checks import CheckMessage
 
-    from ..server.registry import ToolRegistry
-    from ..server.tools import Tool
+    from ..server.tools.definition import Tool
+    from ..server.tools.registry import ToolRegistry
 
 logger = logging.getLogger("django_mcp.tasks")
 

@@ -34,7 +34,7 @@ from ..server.lifecycle import shutting_down
 from ..server.mrtr import InputRequest
 from ..server.notify import abroadcast, throttle
 from ..server.results import call_tool_result, exception_result
-from ..server.tools import Tool
+from ..server.tools.definition import Tool
 from .conf import get_tasks_settings
 from .models import TERMINAL, Task, TaskStatus
 from .signals import task_changed, task_finished

@@ -10,21 +10,21 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import InterfaceError, OperationalError
 
-from ..protocol.errors import McpJsonRpcError, invalid_params
-from ..protocol.headers import check_param_headers
-from .access import log_refusal, require_scopes, visible
-from .context import McpRequest
-from .extensions import ExtensionResult, ProceedToolCall
-from .handlers import call_handler
-from .mrtr import InputRequired
-from .params import CallToolParams, ListParams
-from .rates import enforce_tool_rate
-from .results import call_tool_result, exception_result
-from .signals import tool_called
-from .tools import Tool
+from ...protocol.errors import McpJsonRpcError, invalid_params
+from ...protocol.headers import check_param_headers
+from ..access import log_refusal, require_scopes, visible
+from ..context import McpRequest
+from ..extensions import ExtensionResult, ProceedToolCall
+from ..handlers import call_handler
+from ..mrtr import InputRequired
+from ..params import CallToolParams, ListParams
+from ..rates import enforce_tool_rate
+from ..results import call_tool_result, exception_result
+from ..signals import tool_called
+from .definition import Tool
 
 if TYPE_CHECKING:
-    from .dispatch import ServerContext
+    from ..dispatch import ServerContext
 
 
 async def list_tools(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:

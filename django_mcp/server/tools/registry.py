@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Generic, TypeVar, overload
 
-from .definitions import DefinitionError
-from .tools import Tool, build_tool
+from ..definitions import DefinitionError
+from .definition import Tool, build_tool
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -72,7 +72,7 @@ class Registry(Generic[T]):
         return key in self._items
 
     def _changed(self) -> None:
-        from .notify import announce_list_changed
+        from ..notify import announce_list_changed
 
         announce_list_changed(self)
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.errors import invalid_params
-from .access import log_refusal, visible
-from .context import McpRequest
-from .handlers import run_handler
-from .params import ListParams, ReadResourceParams
-from .resources import resource_contents
+from ...protocol.errors import invalid_params
+from ..access import log_refusal, visible
+from ..context import McpRequest
+from ..handlers import run_handler
+from ..params import ListParams, ReadResourceParams
+from .definition import resource_contents
 
 if TYPE_CHECKING:
-    from .dispatch import ServerContext
+    from ..dispatch import ServerContext
 
 
 async def list_resources(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:

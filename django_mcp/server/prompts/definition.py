@@ -7,12 +7,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, TypeVar, Unpack, overload
 
-from ..protocol.errors import invalid_params
-from ..protocol.jsonrpc import compact
-from .definitions import PERMISSION, DefinitionError, checked_names
-from .handlers import first_parameter_takes_request
-from .registry import Registry
-from .tools import TOOL_NAME
+from ...protocol.errors import invalid_params
+from ...protocol.jsonrpc import compact
+from ..definitions import PERMISSION, DefinitionError, checked_names
+from ..handlers import first_parameter_takes_request
+from ..tools.definition import TOOL_NAME
+from ..tools.registry import Registry
 
 F = TypeVar("F", bound=Callable[..., Any])
 Completer = Callable[..., Any]

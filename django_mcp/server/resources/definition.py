@@ -11,11 +11,11 @@ from functools import cached_property
 from typing import Any, TypedDict, TypeVar, Unpack, overload
 from urllib.parse import unquote
 
-from ..protocol.jsonrpc import compact
-from .definitions import PERMISSION, DefinitionError, checked_names
-from .handlers import first_parameter_takes_request
-from .prompts import Completer
-from .registry import Registry
+from ...protocol.jsonrpc import compact
+from ..definitions import PERMISSION, DefinitionError, checked_names
+from ..handlers import first_parameter_takes_request
+from ..prompts.definition import Completer
+from ..tools.registry import Registry
 
 F = TypeVar("F", bound=Callable[..., Any])
 _VARIABLE = re.compile(r"\{([A-Za-z0-9_]+)\}")

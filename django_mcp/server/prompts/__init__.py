@@ -1,0 +1,1 @@
+"""Prompts: their definitions, their registry and their JSON-RPC methods."""

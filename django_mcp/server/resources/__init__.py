@@ -1,0 +1,1 @@
+"""Resources: their definitions, their registry and their JSON-RPC methods."""

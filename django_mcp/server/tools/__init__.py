@@ -1,0 +1,1 @@
+"""Tools: their definitions, their registry and their JSON-RPC methods."""
