@@ -392,7 +392,7 @@ async def test_a_flood_of_list_changes_costs_one_write_and_never_overflows_the_q
 
 
 async def test_the_write_budget_spreads_writes_over_time(settings):
-    from django_mcp.server.listen import WriteBudget
+    from django_mcp.server.listen.limits import WriteBudget
 
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_WRITES_PER_SECOND": 100}
     budget = WriteBudget()
@@ -467,7 +467,7 @@ def _layer_members() -> int:
 
 
 async def test_process_fanout_receives_each_message_once_for_all_streams(async_client, process_fanout):
-    from django_mcp.server.listen import Fanout
+    from django_mcp.server.listen.fanout import Fanout
     from tests.servers import content_prompts
 
     layer = get_channel_layer()
@@ -557,7 +557,7 @@ async def test_process_fanout_a_final_message_reaches_its_own_loops_streams_befo
 async def test_process_fanout_a_final_message_is_taken_by_its_own_loops_streams_before_the_layer_sends_it(
     async_client, process_fanout
 ):
-    from django_mcp.server.listen import Fanout
+    from django_mcp.server.listen.fanout import Fanout
     from tests.servers import content_tools
 
     layer = get_channel_layer()
@@ -624,7 +624,7 @@ async def test_process_fanout_a_final_message_waits_for_the_loops_earlier_messag
 
 async def test_process_fanout_gives_up_on_its_messages_that_never_come_back(async_client, process_fanout, fast_checks):
     """Its stream left while it was on its way: after the layer's timeout it holds nothing back."""
-    from django_mcp.server.listen import Fanout
+    from django_mcp.server.listen.fanout import Fanout
     from tests.servers import content_prompts, content_tools
 
     layer = get_channel_layer()
@@ -729,7 +729,7 @@ async def test_releasing_the_request_thread_closes_its_database_connections_firs
     from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
     from django.db import connections
 
-    from django_mcp.server.listen import _release_request_thread, _stream_end_executor
+    from django_mcp.server.listen.threads import _stream_end_executor, release_request_thread
 
     def touch() -> Any:
         wrapper = connections["default"]  # this thread's own
@@ -741,7 +741,7 @@ async def test_releasing_the_request_thread_closes_its_database_connections_firs
         assert wrapper.connection is not None
         context = SyncToAsync.thread_sensitive_context.get()
         assert context in SyncToAsync.context_to_thread_executor
-        await _release_request_thread()
+        await release_request_thread()
         assert wrapper.connection is None  # closed in its own thread, before that thread went
         assert SyncToAsync.context_to_thread_executor[context] is _stream_end_executor
 
