@@ -191,3 +191,10 @@ def test_the_tasks_room_never_imports_the_glue_or_the_transport(path):
     glue = ("django_mcp.endpoint", "django_mcp.urls", "django_mcp.transport", "django_mcp.auth", "django_mcp.audit")
     crossing = {m for m in imported_modules(path) if m.startswith(glue)}
     assert not crossing, f"{path.name} imports {sorted(crossing)}"
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in PACKAGE.rglob("*.py") if "migrations" not in p.parts], ids=lambda p: str(p.relative_to(PACKAGE))
+)
+def test_no_module_is_over_500_lines(path):
+    assert len(path.read_text().splitlines()) <= 500

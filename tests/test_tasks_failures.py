@@ -16,7 +16,8 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from django_mcp.models import Task
-from django_mcp.tasks.runner import RunningTask, send_control
+from django_mcp.tasks.context import RunningTask
+from django_mcp.tasks.runner import send_control
 from tests.task_servers import stop_all_tasks, task_tools, tasks_server
 from tests.test_tasks import create, get, owner_key, rpc, wait_for
 from tests.wire import post, request_body
@@ -222,7 +223,7 @@ async def test_session_user_is_the_default_binding(async_client):
 async def test_a_dead_owner_is_found_without_a_reader_and_pushed():
     from channels.layers import get_channel_layer
 
-    from django_mcp.tasks.runner import task_group
+    from django_mcp.tasks.publishing import task_group
 
     task = await Task.objects.acreate(
         tool="slow",

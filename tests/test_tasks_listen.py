@@ -115,7 +115,7 @@ async def test_a_stale_state_arriving_after_the_terminal_one_is_dropped(async_cl
     from channels.layers import get_channel_layer
 
     from django_mcp.server.notify import MESSAGE_TYPE
-    from django_mcp.tasks.runner import task_group
+    from django_mcp.tasks.publishing import task_group
 
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_FANOUT": "process"}
     task_id = (await create(async_client, "two_keys"))["taskId"]
@@ -168,7 +168,7 @@ async def _supervisor_done(task_id: str) -> None:
 
 async def test_a_task_nobody_listens_to_is_never_published(async_client):
     from django_mcp.tasks.models import Task
-    from django_mcp.tasks.runner import task_group
+    from django_mcp.tasks.publishing import task_group
 
     published = _Published()
     with mock.patch.object(published.layer, "group_send", published.group_send):
@@ -183,7 +183,7 @@ async def test_a_task_nobody_listens_to_is_never_published(async_client):
 
 async def test_listening_marks_the_task_and_from_then_on_its_changes_are_published(async_client):
     from django_mcp.tasks.models import Task
-    from django_mcp.tasks.runner import task_group
+    from django_mcp.tasks.publishing import task_group
 
     published = _Published()
     with mock.patch.object(published.layer, "group_send", published.group_send):
@@ -229,7 +229,7 @@ async def test_a_change_after_the_mark_is_published_one_before_it_is_in_the_snap
 async def test_a_row_loaded_without_the_mark_is_published():
     """A task read narrowly (``watched`` deferred) cannot say nobody listens: published, never loaded in passing."""
     from django_mcp.tasks.models import Task
-    from django_mcp.tasks.runner import publish, task_group
+    from django_mcp.tasks.publishing import publish, task_group
     from django_mcp.tasks.store import operations
     from django_mcp.tasks.wire import DETAILED_FIELDS
 
@@ -270,7 +270,7 @@ async def test_a_finished_task_no_longer_runs_here_while_it_is_being_published(a
 
 async def _finish_elsewhere(task_id: str) -> None:
     """What another process does when the task ends: the compare-and-set, then its publish."""
-    from django_mcp.tasks.runner import publish
+    from django_mcp.tasks.publishing import publish
 
     done = await PLUGIN.store.afinish(task_id, "cancelled", message="Cancelled elsewhere")
     assert done is not None

@@ -17,17 +17,9 @@ A tool that decides per request registers with ``run_body_as_task=False``
 and calls :func:`astart_task` (``start_task`` from sync code).
 """
 
-from .plugin import (
-    McpTasks,
-    TaskRequest,
-    acancel_task,
-    astart_task,
-    can_create_task,
-    cancel_task,
-    current_task,
-    start_task,
-)
-from .runner import TaskContext
+from .context import TaskContext
+from .plugin import McpTasks, acancel_task, astart_task, can_create_task, cancel_task, start_task
+from .request import TaskRequest, current_task
 from .signals import task_changed, task_created, task_finished
 from .wire import EXTENSION_ID
 

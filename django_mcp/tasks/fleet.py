@@ -133,8 +133,8 @@ async def arun(task_id: str, namespace: str) -> str:
 
 
 async def _claim_and_run(task_id: str, namespace: str, plugin: McpTasks, lease_seconds: float) -> str:
-    from .plugin import TaskRequest
-    from .runner import publish
+    from .publishing import publish
+    from .request import TaskRequest
 
     store, runner = plugin.store, plugin.runner
     claimed = await store.aclaim(task_id, runner.node, lease_seconds, "Running on a worker")

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import logging
-import re
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
-from pydantic import BaseModel, Field, StrictStr
+from pydantic import BaseModel
 
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params, missing_capability
 from ..protocol.jsonrpc import notification
@@ -23,22 +20,23 @@ from ..server.context import McpRequest, needs_asgi
 from ..server.extensions import ExtensionMethod, ExtensionPlugin, ExtensionResult, ListenSubscription, ProceedToolCall
 from ..server.lifecycle import shutting_down
 from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
-from ..server.params import Params, parse_params
+from ..server.params import parse_params
 from . import gauges  # noqa: F401  (declares the tasks' OpenTelemetry gauges)
 from .conf import get_tasks_settings
+from .context import InlineTask, Run, TaskContext, call_run, check_run
 from .models import ACTIVE, Task, creator_fields
-from .runner import (
-    OWNER_GONE,
-    InlineTask,
-    Run,
-    TaskContext,
-    TaskRunner,
-    call_run,
-    check_run,
-    publish,
-    send_control,
-    task_group,
+from .options import (
+    check_backend_alias,
+    check_flag,
+    check_status_message,
+    check_task_support,
+    check_timeout,
+    refuse_unstorable,
 )
+from .params import TaskIdParams, TaskIdsFilter, UpdateParams
+from .publishing import publish, task_group
+from .request import TaskRequest, ToolCall, current_call, current_task
+from .runner import OWNER_GONE, TaskRunner, send_control
 from .signals import task_created
 from .store import TaskStore, operations
 from .store.database import new_task_id
@@ -62,10 +60,7 @@ _ANSWER_TYPES: dict[str, type[BaseModel]] = {
     "sampling/createMessage": SamplingAnswer,
     "roots/list": RootsAnswer,
 }
-MAX_WATCHED_TASKS = 1000
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _REQUIRED: dict[str, Any] = {"extensions": {EXTENSION_ID: {}}}
-TASK_SUPPORT = ("forbidden", "optional", "required")
 _A_TENTH: Any = object()  # McpTasks(max_tasks_per_owner=) not given: default_tasks_per_owner(max_tasks)
 
 
@@ -73,100 +68,6 @@ def default_tasks_per_owner(max_tasks: int) -> int:
     """The per-caller cap when none is given: a tenth of ``max_tasks``, at least 10 (at most ``max_tasks``),
     so that one caller cannot fill the server alone."""
     return min(max_tasks, max(10, max_tasks // 10))
-
-
-class TaskIdParams(Params):
-    taskId: StrictStr  # noqa: N815 - the wire name
-
-
-class UpdateParams(TaskIdParams):
-    inputResponses: dict[str, Any]  # noqa: N815
-
-
-class TaskIdsFilter(Params):
-    taskIds: list[StrictStr] = Field(default=[], max_length=MAX_WATCHED_TASKS)  # noqa: N815
-
-
-def refuse_unstorable(value: Any, where: str) -> None:
-    """-32602 for what a JSON column cannot hold everywhere: PostgreSQL's jsonb refuses NUL characters
-    and lone surrogates (half of a UTF-16 pair, which no UTF-8 text can carry)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                raise invalid_params(f"Invalid params: {where} contain a NUL character, which cannot be stored")
-            if _LONE_SURROGATE.search(item):
-                raise invalid_params(f"Invalid params: {where} contain a lone surrogate, which cannot be stored")
-        elif isinstance(item, dict):
-            stack += list(item.keys()) + list(item.values())
-        elif isinstance(item, list):
-            stack += item
-
-
-def _task_support(value: Any) -> None:
-    if value not in TASK_SUPPORT:
-        raise ValueError(f"task_support must be one of {', '.join(TASK_SUPPORT)}, not {value!r}")
-
-
-def _backend_alias(value: Any) -> None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise ValueError(f"task_backend must be a TASKS alias or None (run in the web process), not {value!r}")
-
-
-def _status_message(value: Any) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"task_status_message must be a non-empty string, not {value!r}")
-
-
-def _timeout(value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
-        raise ValueError(f"task_timeout_seconds must be a positive number of seconds, not {value!r}")
-
-
-def _flag(value: Any) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"must be True or False, not {value!r}")
-
-
-class TaskRequest(McpRequest):
-    """The request a task tool's body gets: an :class:`~django_mcp.McpRequest` plus :attr:`task`.
-
-    ``task`` is the :class:`TaskContext` when the body runs as a task (it
-    then asks the client through the task: ``await request.aask(...)`` parks
-    it in ``input_required``), and None when it runs in the request.
-    """
-
-    task: TaskContext | None
-
-    @classmethod
-    def of(cls, request: McpRequest, task: TaskContext | None) -> TaskRequest:
-        wrapped = cls.__new__(cls)
-        wrapped.__dict__.update(request.__dict__)
-        wrapped.task = task
-        if task is not None:
-            wrapped._sink = None  # the response is gone: progress travels as the task's statusMessage
-            wrapped._asker = task.arequest_input
-        return wrapped
-
-
-def current_task(request: McpRequest) -> TaskContext | None:
-    """The task the request's body runs as, or None (``request.task`` where it exists)."""
-    task = getattr(request, "task", None)
-    return task if isinstance(task, TaskContext) else None
-
-
-@dataclass(frozen=True)
-class _ToolCall:
-    plugin: McpTasks
-    request: McpRequest
-    tool: Tool
-    served: bool
-    """Whether a task can be created for the call: the extension serves the request, the client declared
-    it, and the body can run on after the response (an ASGI server)."""
-
-
-_current_call: contextvars.ContextVar[_ToolCall | None] = contextvars.ContextVar("django_mcp_task_call", default=None)
 
 
 installed: weakref.WeakValueDictionary[str, McpTasks] = weakref.WeakValueDictionary()
@@ -197,11 +98,11 @@ class McpTasks(ExtensionPlugin):
     identifier = EXTENSION_ID
     listen_filter_keys = ("taskIds",)
     tool_options = {
-        "task_support": _task_support,
-        "run_body_as_task": _flag,
-        "task_backend": _backend_alias,
-        "task_status_message": _status_message,
-        "task_timeout_seconds": _timeout,
+        "task_support": check_task_support,
+        "run_body_as_task": check_flag,
+        "task_backend": check_backend_alias,
+        "task_status_message": check_status_message,
+        "task_timeout_seconds": check_timeout,
     }
 
     def __init__(
@@ -320,11 +221,11 @@ class McpTasks(ExtensionPlugin):
         """
         if tool.extension_options.get("task_support", "forbidden") == "forbidden":
             return await proceed(request)
-        token = _current_call.set(_ToolCall(self, request, tool, served))
+        token = current_call.set(ToolCall(self, request, tool, served))
         try:
             return await proceed(TaskRequest.of(request, None))
         finally:
-            _current_call.reset(token)
+            current_call.reset(token)
 
     async def subscribe(self, request: McpRequest, notifications: Mapping[str, Any]) -> ListenSubscription:
         if not request.declares_extension(EXTENSION_ID):
@@ -387,7 +288,7 @@ class McpTasks(ExtensionPlugin):
         ):
             reaped = await self.store.afail_if_owner_gone(task, OWNER_GONE)
             if reaped.status != task.status:
-                from .runner import publish
+                from .publishing import publish
 
                 await publish(reaped)
             return reaped
@@ -412,7 +313,7 @@ class McpTasks(ExtensionPlugin):
                     raise invalid_params(f"Invalid input response {key!r}: {exc}", {"inputResponse": key}) from None
         updated, accepted = await self.store.aanswer(task.id, self.owner_of(request), responses)
         if updated is not None and accepted:
-            from .runner import publish
+            from .publishing import publish
 
             await publish(updated)
             await self.runner.deliver(updated, "input")
@@ -423,7 +324,7 @@ class McpTasks(ExtensionPlugin):
         if task.status in ACTIVE and task.backend and not task.node:
             cancelled = await self.store.acancel_queued(task.id)  # no worker has it yet: it never starts
             if cancelled is not None:
-                from .runner import publish
+                from .publishing import publish
 
                 await publish(cancelled)
                 return {}
@@ -529,7 +430,7 @@ def can_create_task(request: McpRequest) -> bool:
     """
     if current_task(request) is not None:
         return True
-    call = _current_call.get()
+    call = current_call.get()
     return call is not None and call.served and request.declares_extension(EXTENSION_ID)
 
 
@@ -554,7 +455,7 @@ async def astart_task(request: McpRequest, *, run: Run, status_message: str = ""
         if status_message:
             await task.aupdate(status_message)
         return await call_run(run, task)
-    call = _current_call.get()
+    call = current_call.get()
     if call is None or not call.served or not request.declares_extension(EXTENSION_ID):
         return await call_run(run, InlineTask(request, call.tool if call is not None else None))
     return await call.plugin.create(request, call.tool, run, status_message)

@@ -13,51 +13,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import inspect
 import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from asgiref.sync import ThreadSensitiveContext, async_to_sync, sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.layers import get_channel_layer
 from django.db import InterfaceError, OperationalError, connections
 
 from ..compat import request_thread_executors
-from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, missing_capability
-from ..protocol.jsonrpc import notification
+from ..protocol.errors import McpJsonRpcError
 from ..server import telemetry
-from ..server.context import McpRequest
 from ..server.lifecycle import shutting_down
-from ..server.mrtr import InputRequest
-from ..server.notify import abroadcast, throttle
 from ..server.results import call_tool_result, exception_result
 from ..server.tools.definition import Tool
 from .conf import get_tasks_settings
-from .models import TERMINAL, Task, TaskStatus
-from .signals import task_changed, task_finished
+from .context import Run, RunningTask, call_run_within
+from .models import Task, TaskStatus
+from .publishing import publish
 from .store import TaskStore
 from .store.errors import lost_connection
-from .wire import detailed_task
 
 logger = logging.getLogger("django_mcp.tasks")
 
 CONTROL_TYPE = "mcp.task.control"
 
-Run = Callable[["TaskContext"], Any]
 """A task body: ``async def run(task)`` or ``def run(task)`` (run in a thread), returning the tool result."""
 
 STOPPED: dict[str, Any] = {"code": -32603, "message": "Task interrupted: its server process stopped"}
 OWNER_GONE: dict[str, Any] = {"code": -32603, "message": "Task owner stopped: its server process stopped renewing it"}
 NEVER_STARTED: dict[str, Any] = {"code": -32603, "message": "No worker started the task"}
 UNSTORABLE: dict[str, Any] = {"code": -32603, "message": "Task result could not be stored"}
-
-
-def task_group(task_id: str) -> str:
-    """The Channels group that listen streams watching this task join."""
-    return f"django_mcp.task.{task_id}"
 
 
 def control_group(node: str) -> str:
@@ -67,239 +56,6 @@ def control_group(node: str) -> str:
 
 CONTROL_REJOIN_SECONDS = 3600.0
 """How often a runner joins its control group again (channel layers expire group members, after a day by default)."""
-
-
-async def publish(task: Task) -> None:
-    """Tell of a change of the task: the project's receivers (signals), and every listen stream watching
-    it, in every process.
-
-    ``task`` is the row as the change left it (read in or after the statement making the change), and
-    this is called once per change, by the process that made it: a task no listen stream ever
-    subscribed to (not ``watched``) has no stream to tell.
-    """
-    final = task.status in TERMINAL  # a task's last state: its own worker's streams have it at once
-    if task_changed.receivers:
-        await task_changed.asend(sender=Task, task=task)
-    if final and task_finished.receivers:
-        await task_finished.asend(sender=Task, task=task)
-    if "watched" not in task.get_deferred_fields() and not task.watched:
-        return
-    await abroadcast(task_group(str(task.id)), notification("notifications/tasks", detailed_task(task)), final=final)
-
-
-def check_run(run: Any) -> None:
-    """Refuse what cannot be a task body before any task is created."""
-    if inspect.iscoroutine(run) or inspect.isawaitable(run):
-        if inspect.iscoroutine(run):
-            run.close()  # never awaited: say so once, here, not as a RuntimeWarning later
-        raise TypeError("run must be the task function, not a coroutine: pass run=fn, not run=fn(task)")
-    if not callable(run):
-        raise TypeError(f"run must be a function taking the task (async def or def), not {type(run).__name__}")
-
-
-async def call_run(run: Run, task: TaskContext) -> Any:
-    """Call a task body: async ones on the loop, sync ones in the task's own thread.
-
-    A coroutine of its own, so that a body that cannot even be called (e.g. one taking no task) fails
-    the task like one that raises, instead of the supervisor before it watches the run.
-    """
-    if inspect.iscoroutinefunction(run):
-        return await run(task)
-    value = await sync_to_async(run)(task)
-    if inspect.isawaitable(value):  # e.g. a lambda returning a coroutine
-        value = await value
-    return value
-
-
-async def call_run_within(run: Run, task: RunningTask, tool: Tool) -> Any:
-    """:func:`call_run`, ended at the tool's ``task_timeout_seconds`` (the task then fails "Task timed
-    out"), in the task's span when OpenTelemetry is configured."""
-    limit = tool.extension_options.get("task_timeout_seconds")
-
-    async def bounded(span: Any) -> Any:
-        if limit is None:
-            return await call_run(run, task)
-        bound = asyncio.timeout(limit)
-        try:
-            async with bound:
-                return await call_run(run, task)
-        except TimeoutError:
-            if not bound.expired():
-                raise  # the body's own TimeoutError: an error result, as any exception it raises
-            # A sync body's thread cannot be stopped: it runs to its end, and what it returns is dropped.
-            raise McpJsonRpcError(INTERNAL_ERROR, f"Task timed out: it ran longer than {limit:g} s") from None
-
-    return await telemetry.traced_task(tool.name, task.id, task.creator_link, bounded, task.traced_by)
-
-
-class TaskContext:
-    """What a task body gets: the task's identity, its cancellation signal, and the client.
-
-    Report progress with :meth:`aupdate` (or :meth:`update` from sync code);
-    ask the client with :meth:`arequest_input` (or :meth:`request_input`).
-    ``cancelled`` turns true on ``tasks/cancel`` or at shutdown; an async body
-    is also cancelled at its next ``await``, a sync one should check it.
-
-    When no task can be created (the client did not declare the extension),
-    :func:`~django_mcp.tasks.astart_task` runs the body in the request itself
-    with a context whose updates go out as progress notifications and whose
-    input requests are asked in the request.
-    """
-
-    id: str | None = None
-    tool: Tool | None
-    arguments: dict[str, Any]
-
-    _cancelled = False
-    _signal: asyncio.Event | None = None  # made when first asked for: most tasks never wait on it
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether the task should stop: ``tasks/cancel``, or the server is shutting down."""
-        return self._cancelled
-
-    @property
-    def signal(self) -> asyncio.Event:
-        """An event set when :attr:`cancelled` turns true (``await task.signal.wait()``)."""
-        if self._signal is None:
-            self._signal = asyncio.Event()
-            if self._cancelled:
-                self._signal.set()
-        return self._signal
-
-    def _cancel(self) -> None:
-        # The runner's, on tasks/cancel or at shutdown.
-        self._cancelled = True
-        if self._signal is not None:
-            self._signal.set()
-
-    async def aupdate(self, status_message: str) -> None:
-        """Set the task's ``statusMessage`` (its progress channel); listeners see it at once."""
-        raise NotImplementedError
-
-    def update(self, status_message: str) -> None:
-        """:meth:`aupdate` for sync task bodies (call it from the body's thread)."""
-        async_to_sync(self.aupdate)(status_message)
-
-    async def arequest_input(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
-        """The client's answers to ``requests`` (key → :func:`~django_mcp.elicit` etc.); unvalidated client input."""
-        raise NotImplementedError
-
-    def request_input(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
-        """:meth:`arequest_input` for sync task bodies (call it from the body's thread)."""
-        return async_to_sync(self.arequest_input)(requests)
-
-
-class InlineTask(TaskContext):
-    """A task body run inside its request: updates are progress notifications, input is asked in the request."""
-
-    def __init__(self, request: McpRequest, tool: Tool | None) -> None:
-        self.tool = tool
-        self.arguments = dict(request.params.get("arguments") or {})
-        self._request = request
-        self._updates = 0
-
-    async def aupdate(self, status_message: str) -> None:
-        self._updates += 1
-        self._request.progress(self._updates, message=status_message)
-
-    async def arequest_input(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
-        return await self._request.aask(requests)
-
-
-class RunningTask(TaskContext):
-    """A stored task being run by this process."""
-
-    id: str
-    tool: Tool
-
-    def __init__(self, runner: TaskRunner, task: Task, tool: Tool, capabilities: Mapping[str, Any]) -> None:
-        self.id = str(task.id)
-        self.tool = tool
-        self.arguments = dict(task.arguments)
-        self._runner = runner
-        self._capabilities = capabilities
-        self._issued: set[str] = set(task.input_keys)
-        self._wake: asyncio.Event | None = None  # made when the task first parks
-        self.work: asyncio.Future[Any] | None = None
-        self.stopping = False
-        self.gone = False  # the row is no longer active here (deleted, reaped elsewhere): nothing to record
-        self.creator_link: Any = None  # OpenTelemetry: a link to the request that created it
-        self.span: Any = None  # OpenTelemetry: the run's span, for its events
-
-    def traced_by(self, span: Any) -> None:
-        self.span = span
-
-    async def aupdate(self, status_message: str) -> None:
-        try:
-            task = await self._runner.store.aset_status_message(self.id, status_message)
-        except (OperationalError, InterfaceError) as exc:
-            # Progress is not the outcome: dropped (the next update carries the news), the task runs on.
-            throttle.log(logger, logging.WARNING, "task-progress", "A task's progress was dropped: %s", exc)
-            return
-        if task is not None:
-            await publish(task)
-
-    async def arequest_input(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
-        """Park the task in ``input_required`` until the client answered every request via ``tasks/update``.
-
-        A key used before in this task goes out under a fresh wire name
-        (``confirm``, then ``confirm.2``) so an answer is never attributed to
-        the wrong round; an answer that does not fit is asked again the same way.
-        """
-        if not requests:
-            raise ValueError("request_input needs at least one request")
-        pending: dict[str, tuple[str, InputRequest[Any]]] = {}
-        for key, request in requests.items():
-            if not request.declared_by(self._capabilities):
-                raise missing_capability(request.required_capability)
-            pending[self._fresh_key(key)] = (key, request)
-        answers: dict[str, Any] = {}
-        while pending:
-            task = await self._runner.store.apark(self.id, {wk: r.to_wire() for wk, (_, r) in pending.items()})
-            if task is None:  # no longer active: cancelled, reaped or deleted meanwhile
-                raise self._vanished()
-            await publish(task)
-            retry: dict[str, tuple[str, InputRequest[Any]]] = {}
-            for wire_key, raw in (await self._collect(list(pending))).items():
-                key, request = pending[wire_key]
-                try:
-                    answers[key] = request.parse(key, raw)
-                except McpJsonRpcError:  # an answer that does not fit: ask again, under a fresh key
-                    retry[self._fresh_key(key)] = (key, request)
-            pending = retry
-        return answers
-
-    async def _collect(self, wire_keys: list[str]) -> dict[str, Any]:
-        """Wait until every key is answered: woken by tasks/update (or the maintenance loop), then read the row."""
-        collected: dict[str, Any] = {}
-        if self._wake is None:
-            self._wake = asyncio.Event()
-        while len(collected) < len(wire_keys):
-            self._wake.clear()
-            taken = await self._runner.store.atake_answers(self.id, [k for k in wire_keys if k not in collected])
-            if taken is None:
-                raise self._vanished()
-            collected.update(taken)
-            if len(collected) < len(wire_keys):
-                await self._wake.wait()
-        return collected
-
-    def wake(self) -> None:
-        if self._wake is not None:  # (not parked yet: its first read of the row sees the answers)
-            self._wake.set()
-
-    def _vanished(self) -> asyncio.CancelledError:
-        self.gone = True
-        return asyncio.CancelledError()
-
-    def _fresh_key(self, key: str) -> str:
-        wire_key, n = key, 1
-        while wire_key in self._issued:
-            n += 1
-            wire_key = f"{key}.{n}"
-        self._issued.add(wire_key)
-        return wire_key
 
 
 class TaskRunner:

@@ -1,0 +1,32 @@
+"""Telling of a task's change: the project's signals and every listen stream watching it, in every process."""
+
+from __future__ import annotations
+
+from ..protocol.jsonrpc import notification
+from ..server.notify import abroadcast
+from .models import TERMINAL, Task
+from .signals import task_changed, task_finished
+from .wire import detailed_task
+
+
+def task_group(task_id: str) -> str:
+    """The Channels group that listen streams watching this task join."""
+    return f"django_mcp.task.{task_id}"
+
+
+async def publish(task: Task) -> None:
+    """Tell of a change of the task: the project's receivers (signals), and every listen stream watching
+    it, in every process.
+
+    ``task`` is the row as the change left it (read in or after the statement making the change), and
+    this is called once per change, by the process that made it: a task no listen stream ever
+    subscribed to (not ``watched``) has no stream to tell.
+    """
+    final = task.status in TERMINAL  # a task's last state: its own worker's streams have it at once
+    if task_changed.receivers:
+        await task_changed.asend(sender=Task, task=task)
+    if final and task_finished.receivers:
+        await task_finished.asend(sender=Task, task=task)
+    if "watched" not in task.get_deferred_fields() and not task.watched:
+        return
+    await abroadcast(task_group(str(task.id)), notification("notifications/tasks", detailed_task(task)), final=final)
