@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .protocol.handshake import HANDSHAKE_VERSIONS
 from .protocol.jsonrpc import describe_validation_error
-from .protocol.ladder import PROTOCOL_VERSION
+from .protocol.validation import PROTOCOL_VERSION
 
 SETTINGS_NAME = "DJANGO_MCP"
 

@@ -35,7 +35,7 @@ from django.test import AsyncClient
 
 from .protocol.handshake import HANDSHAKE_VERSIONS
 from .protocol.headers import param_headers
-from .protocol.ladder import PROTOCOL_VERSION
+from .protocol.validation import PROTOCOL_VERSION
 from .server.dispatch import CORE_NAME_PARAMS
 
 __all__ = ["McpClient", "McpError"]

@@ -297,14 +297,14 @@ async def test_protocol_versions_setting_is_validated(settings):
 async def test_both_eras_share_the_first_rungs_and_decode_the_body_once(async_client):
     from unittest import mock
 
-    from django_mcp.protocol import ladder
+    from django_mcp.protocol import validation
     from tests.wire import post as modern_post
     from tests.wire import request_body
 
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
     response = await post(async_client, init, headers={"Content-Type": "text/plain"})
     assert (response.status_code, json.loads(response.content)["error"]["code"]) == (415, -32600)
-    with mock.patch.object(ladder, "parse_json", wraps=ladder.parse_json) as parse:
+    with mock.patch.object(validation, "parse_json", wraps=validation.parse_json) as parse:
         assert (await modern_post(async_client, request_body("server/discover"))).status_code == 200
         await initialize(async_client)
     assert parse.call_count == 3  # discover, initialize, notifications/initialized: once each

@@ -314,7 +314,7 @@ async def test_a_read_in_flight_when_its_loop_shuts_down_ends_then_closes_the_co
     read = asyncio.ensure_future(read_visible(str(task.id), OWNER))
     while not reader.busy:  # until it waits for the database
         await asyncio.sleep(0)
-    _loop_readers().close()  # what the keeper does at loop.shutdown_asyncgens()
+    _loop_readers().close()  # what the closer does at loop.shutdown_asyncgens()
     assert not reader.link.closed and "default" not in _loop_readers().readers
     found = await read
     assert isinstance(found, Task) and found.id == task.id

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from ..conf import get_settings
 from ..protocol.errors import method_not_found, missing_capability
 from ..protocol.jsonrpc import META_SERVER_INFO
-from ..protocol.ladder import SUPPORTED_VERSIONS
+from ..protocol.validation import SUPPORTED_VERSIONS
 from . import completion, subscriptions
 from .context import McpRequest
 from .extensions import ExtensionMethod, ExtensionPlugin

@@ -64,9 +64,8 @@ def __getattr__(name: str) -> Any:
 async def aenqueue(task: Task, backend: str, queue: str, namespace: str, store: TaskStore) -> None:
     """Enqueue the body of ``task`` on ``backend`` (raises when the backend refuses or is down).
 
-    The enqueue and the job id's write run in one store thread, on one connection: a request that
-    held one connection for the enqueue while waiting for a store thread to get another starved a
-    small pool (8 concurrent calls on a pool of 4 all timed out).
+    The enqueue and the job id's write run in one store thread, on one connection: holding one
+    connection for the enqueue while waiting for a store thread to get another would starve a small pool.
     """
     await store.in_threads(_enqueue)(task.id, backend, queue, namespace)
 

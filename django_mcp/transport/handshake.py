@@ -37,7 +37,7 @@ from ..protocol.handshake import (
     negotiate,
 )
 from ..protocol.jsonrpc import LOG_LEVELS, RequestMeta, parse_message, readable_id
-from ..protocol.ladder import Rejection, check_origin
+from ..protocol.validation import Rejection, check_origin
 from ..server import telemetry
 from ..server.access import visible
 from ..server.context import McpRequest, needs_asgi
@@ -66,15 +66,15 @@ def _missing_session() -> McpJsonRpcError:
     return McpJsonRpcError(INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required", http_status=400)
 
 
-def principal(server: McpServer, request: HttpRequest) -> str:
+def principal(server: McpServer, http_request: HttpRequest) -> str:
     """The session owner for this HTTP request (the same principal naming as task bindings)."""
-    probe = McpRequest(request, request_id=None, method="", params={}, meta=_meta("", {}, None))
+    probe = McpRequest(http_request, request_id=None, method="", params={}, meta=_meta("", {}, None))
     return sessions.owner_key(server.urls_namespace, probe.principal_key)
 
 
-def limit_key(server: McpServer, request: HttpRequest) -> str:
+def limit_key(server: McpServer, http_request: HttpRequest) -> str:
     """Whom per-caller limits count for this HTTP request (:attr:`McpRequest.limit_key`), as a digest."""
-    probe = McpRequest(request, request_id=None, method="", params={}, meta=_meta("", {}, None))
+    probe = McpRequest(http_request, request_id=None, method="", params={}, meta=_meta("", {}, None))
     return sessions.owner_key(server.urls_namespace, probe.limit_key)
 
 
@@ -92,12 +92,12 @@ def _meta(
     )
 
 
-async def asession_for(server: McpServer, request: HttpRequest, headers: Mapping[str, str]) -> sessions.McpSession:
+async def asession_for(server: McpServer, http_request: HttpRequest, headers: Mapping[str, str]) -> sessions.McpSession:
     """The request's session: 400 without the header, 404 for an unknown, ended or someone else's."""
     session_id = headers.get(SESSION_HEADER)
     if session_id is None:
         raise _missing_session()
-    session = await sessions.aload(session_id.strip(), principal(server, request))
+    session = await sessions.aload(session_id.strip(), principal(server, http_request))
     if session is None:
         raise _not_found()
     return session
@@ -211,20 +211,20 @@ def _being_cancelled() -> bool:
 
 
 async def _ainitialize(
-    server: McpServer, request: HttpRequest, request_id: Any, params: dict[str, Any], served: tuple[str, ...]
+    server: McpServer, http_request: HttpRequest, request_id: Any, params: dict[str, Any], served: tuple[str, ...]
 ) -> HttpResponseBase:
     capabilities = params.get("capabilities", {})
     if not isinstance(params.get("protocolVersion"), str) or not isinstance(capabilities, dict):
         error = invalid_params("Invalid params for initialize: protocolVersion (string) and capabilities are required")
         return error_json(error, request_id)
     version = negotiate(params["protocolVersion"], served)
-    owner, counted_as = principal(server, request), limit_key(server, request)
+    owner, counted_as = principal(server, http_request), limit_key(server, http_request)
     try:
         session = await sessions.acreate(owner, version, capabilities, params.get("clientInfo"), counted_as)
     except McpJsonRpcError as exc:
         return error_json(exc, request_id)
     probe = McpRequest(
-        request,
+        http_request,
         request_id=request_id,
         method="initialize",
         params=params,

@@ -12,7 +12,7 @@ from django.http.request import HttpHeaders
 from ..compat import has_body_stream
 from ..conf import get_settings
 from ..protocol.errors import INVALID_REQUEST, McpJsonRpcError
-from ..protocol.ladder import Rejection
+from ..protocol.validation import Rejection
 
 logger = logging.getLogger("django_mcp")
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from django.http import HttpRequest, HttpResponseBase
 
-from ..protocol.ladder import Admitted
+from ..protocol.validation import Admitted
 from ..server import telemetry
 from ..server.context import McpRequest
 from .http import aresolve_user

@@ -14,7 +14,7 @@ from ninja.errors import AuthenticationError
 from ..auth.tokens import InvalidToken, TokenServiceUnavailable
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
-from ..protocol.ladder import HandshakeBody, Rejection, admit
+from ..protocol.validation import HandshakeBody, Rejection, admit
 from ..server.lifecycle import lifecycle
 from . import handshake, streamable
 from .http import allowed_methods, origin_allowed, read_body, request_headers

@@ -1,16 +1,15 @@
 """``tasks/get``'s read of a PostgreSQL database (and a task's end) on the event loop, over psycopg's async connection.
 
-Through the store's door a read by primary key costs a thread hop each way and a pooled
-connection's checkout around the query's round trip: ~300 µs on the bench machine, against ~70 µs
-for the round trip alone. So :func:`read_visible` sends the query from the loop itself, on a
-connection of its own, and on SQLite's rules (``loop_read``): each connection used by one request at
-a time, in autocommit (each read sees the latest commit), and failing connections, an expired task
-(whose deletion is a write) or another backend answer :data:`~.loop_read.USE_STORE`: the caller goes
-through the store's door as before. A read that finds every connection busy with a statement waits,
-up to :data:`WAIT_SECONDS`, for one to be handed over as its statement ends (about a round trip: less
-than the store's two thread hops and pool checkout; ``tasks/get`` at c=16 +8 % req/s in the bench),
-then goes to the store. Under overload the reads at the back of the queue wait that long first; and
-a task's final write, which never waits, goes to the store more often while reads queue.
+Through the store's threads a read by primary key costs a thread hop each way and a pooled connection's
+checkout around the query's round trip, several times the round trip alone. So :func:`aread_visible`
+sends the query from the loop itself, on a connection of its own, and on SQLite's rules
+(``loop_sqlite``): each connection used by one request at a time, in autocommit (each read sees the
+latest commit), and failing connections, an expired task (whose deletion is a write) or another backend
+answer :data:`~.prepared.USE_STORE`: the caller goes through the store's threads as before. A read that
+finds every connection busy with a statement waits, up to :data:`WAIT_SECONDS`, for one to be handed
+over as its statement ends (about a round trip: less than the store's two thread hops and pool
+checkout), then goes to the store. Under overload the reads at the back of the queue wait that long
+first; and a task's final write, which never waits, goes to the store more often while reads queue.
 Besides the task's ``SELECT`` it sends only the time zone Django also sets on its own connections:
 nothing on its session outlives it on a PgBouncer server connection shared in transaction mode.
 
@@ -18,15 +17,15 @@ A connection unused for :data:`IDLE_SECONDS` is closed at the next read or final
 (the network may have dropped it silently; that one goes to another free connection, or to the store),
 so the connections a burst opened stay open until then.
 
-A task's final compare-and-set (``store.finish``, the runner's last write) goes the same way when the
-connection is free, through :func:`update_active`: the task's end is then written, and reaches its own
+A task's final compare-and-set (``TaskStore.afinish``, the runner's last write) goes the same way when the
+connection is free, through :func:`aupdate_active`: the task's end is then written, and reaches its own
 worker's listen streams, without a thread's wake-up and a pool checkout (a busy or failing connection
 leaves it to the store, whose compare-and-set finds a task this one did end no longer active).
 
 The connection is the one Django would open (its parameters, type adapters, time zone and column
 converters), up to ``TASK_LOOP_CONNECTIONS`` per database per event loop: a further one opens, in the
 background, while every one is in use (at c=16 a single connection left most reads to the store; four
-gave ``tasks/get`` +11 % req/s in the bench). Needs psycopg 3. A database with ``assume_role``, or a
+served more; ``bench/`` has the figures). Needs psycopg 3. A database with ``assume_role``, or a
 project with ``connection_created`` receivers (``django.contrib.postgres`` has one), is left to the
 store: they set up Django's own connections, which this one would bypass.
 
@@ -82,7 +81,7 @@ class _Reader:
         self.database = database  # for its settings and converters: never connected
         self.name = database.settings_dict["NAME"]  # the test runner renames the database
         self.link: Any = None  # psycopg.AsyncConnection (psycopg is an optional dependency)
-        self.cursor: Any = None  # the link's one cursor: making one per statement cost ~18 µs of CPU
+        self.cursor: Any = None  # the link's one cursor: one per statement costs CPU (bench/)
         self.busy = self.opening = True
         self.used_at = time.monotonic()
 
@@ -101,7 +100,7 @@ class _LoopReaders:
         self.failures: dict[str, int] = {}
         self.retry_at: dict[str, float] = {}
         self.waiting: dict[str, deque[asyncio.Future[_Reader | None]]] = {}
-        self.keeper: AsyncGenerator[None, None] | None = None
+        self.closer: AsyncGenerator[None, None] | None = None
 
     def forget(self, alias: str, reader: _Reader) -> None:
         """Stop handing ``reader`` out and close it, unless it is in use: its user closes it when done."""
@@ -138,7 +137,7 @@ class _LoopReaders:
                 self.forget(alias, reader)
 
 
-# Not weakly keyed: a loop's async generators hold its finalizer hook, so the keeper keeps it alive.
+# Not weakly keyed: a loop's async generators hold its finalizer hook, so the closer keeps it alive.
 _loops: dict[asyncio.AbstractEventLoop, _LoopReaders] = {}
 _elsewhere: set[str] = set()  # aliases whose database this module does not read
 
@@ -285,8 +284,8 @@ async def _new_loop_readers(loop: asyncio.AbstractEventLoop) -> _LoopReaders:
             if others is not None:
                 others.close()
     loop_readers = _loops[loop] = _LoopReaders()
-    loop_readers.keeper = _keeper(loop, loop_readers)
-    await anext(loop_readers.keeper)  # now the loop's: loop.shutdown_asyncgens() closes it
+    loop_readers.closer = _aclosed_with_loop(loop, loop_readers)
+    await anext(loop_readers.closer)  # now the loop's: loop.shutdown_asyncgens() closes it
     return loop_readers
 
 
@@ -363,7 +362,7 @@ async def _open(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None
     loop_readers.release(alias, reader)  # to a read waiting meanwhile, if any
 
 
-async def _keeper(loop: asyncio.AbstractEventLoop, loop_readers: _LoopReaders) -> AsyncGenerator[None, None]:
+async def _aclosed_with_loop(loop: asyncio.AbstractEventLoop, loop_readers: _LoopReaders) -> AsyncGenerator[None, None]:
     try:
         yield
     finally:

@@ -1,7 +1,7 @@
 """``tasks/get``'s read of a SQLite database on the event loop's own thread (a fast path).
 
 On SQLite a read by primary key costs less than the thread hop the store's door puts around it
-(on the bench machine ~50 µs against ~400 µs through the pool), and ``tasks/get`` is the request
+(several times less than through the threads: ``bench/``), and ``tasks/get`` is the request
 clients repeat. So :func:`read_visible` reads the row on the loop, on a connection that never
 waits: its busy timeout is 0, it is taken only if no other thread holds it, and a locked database
 (a rollback-journal writer), a failing connection, an expired task (whose deletion is a write) or

@@ -1,4 +1,4 @@
-"""Unit tests for django_mcp.protocol.ladder: each rung alone, then ``admit()``'s ordering (wire-reference §1.4)."""
+"""Unit tests for django_mcp.protocol.validation: each rung alone, then ``admit()``'s ordering (wire-reference §1.4)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from django_mcp.protocol.errors import McpJsonRpcError
 from django_mcp.protocol.jsonrpc import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, Message, RequestMeta
-from django_mcp.protocol.ladder import (
+from django_mcp.protocol.validation import (
     PROTOCOL_VERSION,
     SUPPORTED_VERSIONS,
     Admitted,
