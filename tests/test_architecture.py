@@ -198,3 +198,13 @@ def test_the_tasks_room_never_imports_the_glue_or_the_transport(path):
 )
 def test_no_module_is_over_500_lines(path):
     assert len(path.read_text().splitlines()) <= 500
+
+
+def test_no_test_module_imports_another():
+    tests = PACKAGE.parent / "tests"
+    crossing = []
+    for path in tests.rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.rpartition(".")[2].startswith("test_"):
+                crossing.append(f"{path.relative_to(tests)}: {node.module}")
+    assert crossing == [], "shared helpers belong in helper modules or fixtures"

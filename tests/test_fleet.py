@@ -18,7 +18,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from django_mcp.models import Task
-from django_mcp.tasks import EXTENSION_ID, McpTasks, fleet
+from django_mcp.tasks import McpTasks, fleet
 from django_mcp.tasks.checks import check_fleet
 from django_mcp.tasks.models import TaskQuota
 from django_mcp.tasks.plugin import cancel_task
@@ -27,12 +27,9 @@ from tests.fleetapp.servers import fleet_server, fleet_tools
 from tests.task_servers import stop_all_tasks
 from tests.wire import post, request_body
 
-pytestmark = pytest.mark.django_db(transaction=True)
+from .fleet_calls import CLIENT, NAMESPACE, PATH, TENANT, create, rpc
 
-PATH = "/mcp-fleet/"
-NAMESPACE = "mcp_fleet"
-CLIENT = {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}
-TENANT = {"X-Tenant": "unit"}
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
@@ -40,18 +37,6 @@ async def _fleet(tmp_path, monkeypatch):
     monkeypatch.setenv("FLEET_MARKS", str(tmp_path))
     yield
     await stop_all_tasks()
-
-
-async def rpc(client, method, params=None, *, status=None, headers=TENANT) -> dict[str, Any]:
-    body = request_body(method, params, capabilities=CLIENT)
-    response = await post(client, body, path=PATH, headers=headers)
-    if status is not None:
-        assert response.status_code == status, response.content
-    return json.loads(response.content)
-
-
-async def create(client, tool, arguments=None) -> dict[str, Any]:
-    return (await rpc(client, "tools/call", {"name": tool, "arguments": arguments or {}}, status=200))["result"]
 
 
 async def get(client, task_id) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from django.test import AsyncClient
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.test_hardening_wire import SURROGATE, sse_data, strict_loads
+from tests.strict_wire import SURROGATE, sse_data, strict_loads
 from tests.wire import VERSION, encode_header, post, request_body
 
 STATUSES = frozenset({200, 202, 400, 403, 404, 406, 413, 415, 503})

@@ -26,7 +26,7 @@ from django.core.asgi import get_asgi_application
 from django_mcp.server import notify
 from django_mcp.server.listen import ListenStream, open_listen_streams
 from django_mcp.server.notify import MESSAGE_TYPE, abroadcast
-from tests.test_listen import Stream, listen
+from tests.listen_streams import Stream, listen
 from tests.wire import post, request_body
 
 SUB = "io.modelcontextprotocol/subscriptionId"
@@ -146,7 +146,7 @@ async def test_a_failed_publish_ends_the_local_streams_of_its_group_at_once(asyn
 
 
 async def test_the_handshake_get_stream_ends_with_the_error_too(async_client, fast_checks, db):
-    from tests.test_handshake import initialize
+    from tests.session_calls import initialize
 
     session, _ = await initialize(async_client)
     stream = await _get_stream(session)
@@ -336,7 +336,7 @@ async def test_listen_streams_per_process_are_capped(async_client, settings):
 
 
 async def test_handshake_get_streams_count_against_the_same_cap(async_client, settings, db):
-    from tests.test_handshake import initialize
+    from tests.session_calls import initialize
 
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_MAX_STREAMS_PER_PRINCIPAL": 1}
     session, _ = await initialize(async_client)
@@ -701,7 +701,7 @@ async def test_process_fanout_a_failing_layer_ends_the_groups_streams(async_clie
 @pytest.mark.parametrize("mode", ["stream", "process"])
 async def test_the_get_stream_follows_its_sessions_subscriptions(async_client, settings, db, mode):
     from django_mcp import anotify_resource_updated
-    from tests.test_handshake import initialize, rpc
+    from tests.session_calls import initialize, rpc
 
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_FANOUT": mode}
     session, _ = await initialize(async_client, path="/mcp-content/")

@@ -17,8 +17,8 @@ from django_mcp.server.context import principal_of
 from django_mcp.server.mrtr import InputRequired
 from django_mcp.server.results import exception_result
 from django_mcp.server.tools.definition import build_tool
+from tests.task_calls import create, wait_for
 from tests.task_servers import stop_all_tasks, tasks_server
-from tests.test_tasks import create, wait_for
 
 META = RequestMeta.model_validate(
     {

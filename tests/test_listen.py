@@ -4,66 +4,16 @@ import asyncio
 import json
 
 import pytest
-from asgiref.testing import ApplicationCommunicator
 from channels.layers import get_channel_layer
-from django.core.asgi import get_asgi_application
 
 from django_mcp import close_listen_streams, notify_resource_updated, registry
 from django_mcp.server.listen import open_listen_streams
 from tests.servers import content_prompts, content_tools
-from tests.wire import asgi_scope, assert_wire, post, request_body
+from tests.wire import assert_wire, post, request_body
+
+from .listen_streams import listen
 
 SUB = "io.modelcontextprotocol/subscriptionId"
-
-
-class Stream:
-    """A listen stream driven through the ASGI app as daphne drives it, read one SSE frame at a time."""
-
-    def __init__(self, communicator, headers):
-        self.communicator = communicator
-        self.headers = headers
-        self._buffer = b""
-        self.ended = False
-
-    @classmethod
-    async def open(cls, body, path, headers=None, client=("127.0.0.1", 5000)):
-        scope = asgi_scope(body, headers, path=path, client=client)
-        communicator = ApplicationCommunicator(get_asgi_application(), scope)
-        await communicator.send_input({"type": "http.request", "body": json.dumps(body).encode()})
-        start = await communicator.receive_output(timeout=2)
-        assert start["type"] == "http.response.start"
-        headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
-        assert start["status"] == 200, start
-        assert headers["content-type"] == "text/event-stream"
-        return cls(communicator, headers)
-
-    async def next_chunk(self, timeout=2.0):
-        if self.ended:
-            raise StopAsyncIteration
-        # Not receive_output(): on a timeout it cancels the application.
-        message = await asyncio.wait_for(self.communicator.output_queue.get(), timeout)
-        if not message.get("more_body", False):
-            self.ended = True
-        return message.get("body", b"")
-
-    async def frame(self, timeout=2.0):
-        while b"\n\n" not in self._buffer:
-            self._buffer += await self.next_chunk(timeout)
-        block, self._buffer = self._buffer.split(b"\n\n", 1)
-        if block.startswith(b":"):
-            return block.decode()
-        data = [line[6:] for line in block.decode().splitlines() if line.startswith("data: ")]
-        return json.loads("".join(data))
-
-    async def close(self):
-        """The client goes away."""
-        await self.communicator.send_input({"type": "http.disconnect"})
-        await self.communicator.wait(timeout=2)
-
-
-async def listen(client, notifications, *, id="L1", path="/mcp/", **meta_extra):
-    body = request_body("subscriptions/listen", {"notifications": notifications}, id=id, **meta_extra)
-    return await Stream.open(body, path)
 
 
 def _in_memory_members():

@@ -38,7 +38,7 @@ from django_mcp.checks import check_endpoint_paths
 from tests.live.clients import install
 from tests.live.servers import free_port
 from tests.packaging import build, fresh_venv
-from tests.test_readme import assert_answer, marked_block, marked_blocks, run_shell
+from tests.readme_blocks import assert_answer, marked_block, marked_blocks, run_shell
 from tests.wire import headers_for, post, request_body
 
 README_ADDRESS = "127.0.0.1:8000"

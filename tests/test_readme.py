@@ -20,7 +20,6 @@ import ast
 import builtins
 import importlib
 import inspect
-import json
 import os
 import re
 import shutil
@@ -30,53 +29,21 @@ import sys
 import time
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+from .readme_blocks import (
+    ROOT,
+    assert_answer,
+    marked_block,
+    marked_blocks,
+    readme,
+    run_shell,
+)
+
 PYPROJECT = ROOT / "pyproject.toml"
-ELLIPSIS = "…"  # in a shown answer: any text here
-_MARKED = re.compile(r"^<!-- ([a-z-]+):(\S+)(?: (\S+))? -->\n```(\w*)\n(.*?)\n```$", re.M | re.S)
 _FENCED = re.compile(r"^```(\w*)\n(.*?)\n```$", re.M | re.S)
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
-
-
-@dataclass(frozen=True)
-class Block:
-    group: str
-    kind: str
-    argument: str | None
-    lang: str
-    code: str
-    line: int
-
-    def __str__(self) -> str:
-        return f"README.md:{self.line} ({self.group}:{self.kind})"
-
-
-def readme() -> str:
-    return README.read_text(encoding="utf-8")
-
-
-def marked_blocks(group: str) -> list[Block]:
-    """The blocks marked ``<!-- group:... -->``, in README order."""
-    text = readme()
-    return [
-        Block(m[1], m[2], m[3], m[4], m[5], text.count("\n", 0, m.start()) + 1)
-        for m in _MARKED.finditer(text)
-        if m[1] == group
-    ]
-
-
-def marked_block(group: str, kind: str) -> Block:
-    found = [b for b in marked_blocks(group) if b.kind == kind]
-    assert len(found) == 1, f"README.md needs exactly one <!-- {group}:{kind} --> block, found {len(found)}"
-    return found[0]
 
 
 def python_blocks() -> list[tuple[int, str]]:
@@ -99,63 +66,6 @@ def distribution_name() -> str:
 
 
 # ---------------------------------------------------------------- comparing answers
-
-
-def assert_matches(actual: Any, shown: Any, where: str = "$") -> None:
-    """``actual`` is what the README shows, but for ids, timestamps and the text elided with ``…``."""
-    __tracebackhide__ = True
-    if isinstance(shown, dict):
-        assert isinstance(actual, dict), f"{where}: expected an object, got {actual!r}"
-        assert actual.keys() == shown.keys(), f"{where}: keys {sorted(actual)} != shown {sorted(shown)}"
-        for key, value in shown.items():
-            assert_matches(actual[key], value, f"{where}.{key}")
-    elif isinstance(shown, list):
-        assert isinstance(actual, list) and len(actual) == len(shown), f"{where}: {actual!r} != shown {shown!r}"
-        for i, (a, s) in enumerate(zip(actual, shown, strict=True)):
-            assert_matches(a, s, f"{where}[{i}]")
-    elif isinstance(shown, str) and ELLIPSIS in shown:
-        pattern = ".*".join(re.escape(part) for part in shown.split(ELLIPSIS))
-        assert isinstance(actual, str) and re.fullmatch(pattern, actual, re.S), f"{where}: {actual!r} != {shown!r}"
-    elif isinstance(shown, str) and (_UUID.fullmatch(shown) or _TIMESTAMP.fullmatch(shown)):
-        kind = _UUID if _UUID.fullmatch(shown) else _TIMESTAMP
-        assert isinstance(actual, str) and kind.fullmatch(actual), f"{where}: {actual!r} is not like {shown!r}"
-    else:
-        assert type(actual) is type(shown) and actual == shown, f"{where}: {actual!r} != shown {shown!r}"
-
-
-def sse_events(text: str) -> list[dict[str, Any] | str]:
-    """The events of an SSE text (``{"event": ..., "data": <json>}``); a lone ``…`` stays a string."""
-    events: list[dict[str, Any] | str] = []
-    for chunk in re.split(r"\n\s*\n", text.strip()):
-        if chunk.strip() == ELLIPSIS:
-            events.append(ELLIPSIS)
-            continue
-        fields: dict[str, Any] = {}
-        for line in chunk.splitlines():
-            name, _, value = line.partition(": ")
-            fields[name] = json.loads(value) if name == "data" else value
-        events.append(fields)
-    return events
-
-
-def assert_answer(output: str, answer: Block) -> None:
-    """The output of a command is the answer the README shows after it (JSON, or SSE events)."""
-    __tracebackhide__ = True
-    if answer.lang == "json":
-        try:
-            actual = json.loads(output)
-        except ValueError:
-            raise AssertionError(f"{answer}: not JSON: {output[:2000]!r}") from None
-        assert_matches(actual, json.loads(answer.code), "answer")
-        return
-    actual_events, shown_events = sse_events(output), sse_events(answer.code)
-    if shown_events and shown_events[-1] == ELLIPSIS:  # the stream goes on: what is shown is its start
-        shown_events = shown_events[:-1]
-        actual_events = actual_events[: len(shown_events)]
-    assert_matches(actual_events, shown_events, "events")
-
-
-# ---------------------------------------------------------------- python snippets
 
 
 def test_every_python_snippet_compiles():
@@ -457,17 +367,6 @@ def example_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     )
     with server_process(["manage.py", "runserver", "127.0.0.1:{port}", "--noreload"], env=env) as base:
         yield int(base.rsplit(":", 1)[1])
-
-
-def run_shell(code: str, env: dict[str, str], cwd: Path) -> tuple[str, dict[str, str]]:
-    """Run README shell lines with bash; their stdout, and the environment they leave (``set -a``)."""
-    env_file = cwd / ".env0"
-    script = f"set -a\n{code}\nenv -0 > {env_file}\n"
-    proc = subprocess.run(  # noqa: S603 - bash running the README's own lines
-        ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, timeout=60, check=False
-    )
-    after = dict(item.split("=", 1) for item in env_file.read_text().split("\0") if "=" in item)
-    return proc.stdout.decode(), after
 
 
 @pytest.mark.live

@@ -9,7 +9,7 @@ import logging
 import pytest
 from django.test import override_settings
 
-from tests.test_handshake import HEADERS, initialize, rpc
+from tests.session_calls import HEADERS, initialize, rpc
 from tests.wire import AsgiAnswer, call, initialize_body, post_from
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import re
@@ -24,9 +23,10 @@ from django_mcp.tasks.wire import DETAILED_FIELDS, timestamp
 from tests.task_servers import EVENTS, small_server, stop_all_tasks
 from tests.wire import assert_wire, post, post_from, request_body
 
+from .task_calls import CLIENT, EXT, create, get, owner_key, rpc, wait_for
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
-EXT = {"extensions": {EXTENSION_ID: {}}}
 TASKS_SCHEMA = "tasks-2026-07-28.schema.json"
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 TASK_FIELDS = {"taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
@@ -37,40 +37,6 @@ async def _stop_tasks():
     EVENTS.clear()
     yield
     await stop_all_tasks()
-
-
-CLIENT = {"elicitation": {}, **EXT}  # what the tests' client declares unless told otherwise
-
-
-async def rpc(client, method, params=None, *, path="/mcp-tasks/", caps=CLIENT, headers=None, status=None, **meta):
-    body = request_body(method, params, capabilities=caps, **meta)
-    response = await post(client, body, path=path, headers=headers)
-    if status is not None:
-        assert response.status_code == status, response.content
-    return json.loads(response.content)
-
-
-async def create(client, tool, arguments=None, **kw) -> dict[str, Any]:
-    body = await rpc(client, "tools/call", {"name": tool, "arguments": arguments or {}}, status=200, **kw)
-    return body["result"]
-
-
-async def get(client, task_id, **kw) -> dict[str, Any]:
-    return await rpc(client, "tasks/get", {"taskId": task_id}, **kw)
-
-
-async def wait_for(client, task_id, *statuses, timeout=5.0, **kw) -> dict[str, Any]:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        result = (await get(client, task_id, **kw))["result"]
-        if result["status"] in statuses:
-            return result
-        assert asyncio.get_running_loop().time() < deadline, f"still {result['status']}, wanted {statuses}"
-        await asyncio.sleep(0.02)
-
-
-def owner_key(namespace: str, principal: str) -> str:
-    return "sha256:" + hashlib.sha256(f"{namespace}\0{principal}".encode()).hexdigest()
 
 
 def error_of(body):

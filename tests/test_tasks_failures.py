@@ -18,8 +18,8 @@ from django.utils import timezone
 from django_mcp.models import Task
 from django_mcp.tasks.context import RunningTask
 from django_mcp.tasks.runner import send_control
+from tests.task_calls import create, get, owner_key, rpc, wait_for
 from tests.task_servers import stop_all_tasks, task_tools, tasks_server
-from tests.test_tasks import create, get, owner_key, rpc, wait_for
 from tests.wire import post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,9 +10,9 @@ from unittest import mock
 import pytest
 from asgiref.sync import sync_to_async
 
+from tests.listen_streams import Stream
+from tests.task_calls import CLIENT, EXT, create, get, rpc, wait_for
 from tests.task_servers import stop_all_tasks, tasks_server
-from tests.test_listen import Stream
-from tests.test_tasks import CLIENT, EXT, create, get, rpc, wait_for
 from tests.wire import assert_wire, post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -19,7 +19,6 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import FieldDoesNotExist
 from django.db import connections
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabase
-from django.forms.models import model_to_dict
 from django.utils import timezone
 
 from django_mcp.models import Task
@@ -28,14 +27,15 @@ from django_mcp.tasks.store import loop_postgres, loop_sqlite, operations
 from django_mcp.tasks.store.loop_sqlite import read_visible
 from django_mcp.tasks.store.prepared import USE_STORE
 from django_mcp.tasks.wire import DETAILED_FIELDS, detailed_task
+from tests.task_calls import get, owner_key
 from tests.task_servers import tasks_server
-from tests.test_tasks import get, owner_key
+
+from .task_rows import OWNER, make_task, task_fields
 
 pytestmark = pytest.mark.django_db(transaction=True)
 on_sqlite = pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") == "postgres", reason="SQLite's read path")
 
 PLUGIN = tasks_server.extension_plugins[0]
-OWNER = "sha256:" + "a" * 64
 
 
 @pytest.fixture(autouse=True)
@@ -47,22 +47,6 @@ def _fresh_reader(settings):
     loop_sqlite._elsewhere.discard("default")
 
 
-def _task(**fields) -> Task:
-    values = {
-        "tool": "slow",
-        "owner": OWNER,
-        "owner_kind": "principal",
-        "poll_interval_ms": 500,
-        "expires_at": timezone.now() + timedelta(hours=1),
-        **fields,
-    }
-    return Task.objects.create(**values)
-
-
-def _fields(task: Task) -> dict:
-    return {**model_to_dict(task), "id": task.id, "created_at": task.created_at, "updated_at": task.updated_at}
-
-
 def _reader_on(path: str, **options):
     """Point the loop's reader at another SQLite file (its wrapper as Django would make it)."""
     settings = {**connections["default"].settings_dict, "NAME": path, "OPTIONS": options}
@@ -71,7 +55,7 @@ def _reader_on(path: str, **options):
 
 @on_sqlite
 def test_reads_the_task_as_the_store_does():
-    task = _task(
+    task = make_task(
         status="completed",
         status_message="Done",
         result={"content": [{"type": "text", "text": "ünïcode"}]},
@@ -81,7 +65,11 @@ def test_reads_the_task_as_the_store_does():
     )
     read = read_visible(str(task.id), OWNER)
     assert isinstance(read, Task)
-    assert _fields(read) == _fields(operations.visible(task.id, OWNER)) == _fields(Task.objects.get(pk=task.id))
+    assert (
+        task_fields(read)
+        == task_fields(operations.visible(task.id, OWNER))
+        == task_fields(Task.objects.get(pk=task.id))
+    )
     assert read._state.db == "default" and not read._state.adding
 
 
@@ -98,14 +86,14 @@ PAYLOADS = {
 def test_a_task_loaded_with_only_the_detailed_fields_answers_tasks_get_without_a_query(
     status, django_assert_num_queries
 ):
-    task = _task(status=status, status_message="now", arguments={"big": "x" * 1000}, **PAYLOADS[status])
+    task = make_task(status=status, status_message="now", arguments={"big": "x" * 1000}, **PAYLOADS[status])
     narrow = Task.objects.only(*DETAILED_FIELDS).get(pk=task.id)
     with django_assert_num_queries(0):  # a field detailed_task reads beyond DETAILED_FIELDS would be a query
         assert detailed_task(narrow) == detailed_task(task)
 
 
 def test_tasks_get_loads_only_what_it_answers_and_checks():
-    task = _task(status="completed", result={"content": []}, arguments={"big": "x" * 1000}, request_meta={"a": 1})
+    task = make_task(status="completed", result={"content": []}, arguments={"big": "x" * 1000}, request_meta={"a": 1})
     reads = [operations.visible(str(task.id), OWNER, GET_FIELDS)]
     if connections["default"].vendor == "sqlite":
         reads.append(read_visible(str(task.id), OWNER, GET_FIELDS))
@@ -119,7 +107,7 @@ def test_tasks_get_loads_only_what_it_answers_and_checks():
 
 async def test_tasks_get_asks_the_store_for_its_fields_only(async_client):
     owner = owner_key("mcp_tasks", "nobody")
-    task = await sync_to_async(_task)(owner=owner, status_message="narrow")
+    task = await sync_to_async(make_task)(owner=owner, status_message="narrow")
     with mock.patch.object(PLUGIN.store, "avisible", wraps=PLUGIN.store.avisible) as visible:
         result = (await get(async_client, str(task.id)))["result"]
     assert (result["status"], result["statusMessage"]) == ("working", "narrow")
@@ -127,7 +115,7 @@ async def test_tasks_get_asks_the_store_for_its_fields_only(async_client):
 
 
 def test_every_narrow_read_loads_the_expiry_it_checks(django_assert_num_queries):
-    task = _task(status_message="x")
+    task = make_task(status_message="x")
     with django_assert_num_queries(1):  # the read itself; a deferred expiry would be a second query
         read = operations.visible(str(task.id), OWNER, ("status",))
     assert read is not None and read.expires_at == task.expires_at
@@ -138,14 +126,14 @@ def test_every_narrow_read_loads_the_expiry_it_checks(django_assert_num_queries)
 
 
 def test_a_misspelt_field_is_refused_not_loaded_deferred():
-    task = _task()
+    task = make_task()
     with pytest.raises(FieldDoesNotExist):
         operations.visible(str(task.id), OWNER, ("status", "staus"))
 
 
 @on_sqlite
 def test_another_owner_an_unknown_id_and_a_malformed_one_read_nothing():
-    task = _task()
+    task = make_task()
     assert read_visible(str(task.id), "sha256:" + "b" * 64) is None
     assert read_visible(str(uuid.uuid4()), OWNER) is None
     assert read_visible("not-a-uuid", OWNER) is None
@@ -153,7 +141,7 @@ def test_another_owner_an_unknown_id_and_a_malformed_one_read_nothing():
 
 @on_sqlite
 def test_the_read_connection_refuses_writes():
-    task = _task()
+    task = make_task()
     assert isinstance(read_visible(str(task.id), OWNER), Task)
     link = loop_sqlite._readers["default"].link
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
@@ -163,7 +151,7 @@ def test_the_read_connection_refuses_writes():
 
 @on_sqlite
 async def test_an_expired_task_goes_to_the_store_which_deletes_it():
-    task = await sync_to_async(_task)(expires_at=timezone.now() - timedelta(seconds=1))
+    task = await sync_to_async(make_task)(expires_at=timezone.now() - timedelta(seconds=1))
     assert read_visible(str(task.id), OWNER) is USE_STORE
     assert await PLUGIN.store.avisible(str(task.id), OWNER) is None
     assert not await Task.objects.filter(pk=task.id).aexists()
@@ -171,14 +159,14 @@ async def test_an_expired_task_goes_to_the_store_which_deletes_it():
 
 @on_sqlite
 async def test_tasks_visible_reads_on_the_loop_without_the_store_threads():
-    task = await sync_to_async(_task)()
+    task = await sync_to_async(make_task)()
     with mock.patch.object(PLUGIN.store, "_avisible_in_threads", side_effect=AssertionError("went to the pool")):
         found = await PLUGIN.store.avisible(str(task.id), OWNER)
     assert found is not None and found.id == task.id
 
 
 async def test_what_the_loop_cannot_read_the_store_reads():
-    task = await sync_to_async(_task)(status_message="via the pool")
+    task = await sync_to_async(make_task)(status_message="via the pool")
     with (
         mock.patch.object(loop_sqlite, "read_visible", return_value=USE_STORE) as sqlite_loop,
         mock.patch.object(loop_postgres, "aread_visible", return_value=USE_STORE) as pg_loop,
@@ -190,7 +178,7 @@ async def test_what_the_loop_cannot_read_the_store_reads():
 
 
 def test_another_database_or_a_subclass_of_the_backend_is_left_to_the_store():
-    task = _task()
+    task = make_task()
 
     class Encrypted(SQLiteDatabase):
         pass
@@ -210,7 +198,7 @@ def test_another_database_or_a_subclass_of_the_backend_is_left_to_the_store():
 
 @on_sqlite
 def test_one_connection_serves_every_thread_and_a_busy_one_is_not_waited_for():
-    task = _task()
+    task = make_task()
     assert isinstance(read_visible(str(task.id), OWNER), Task)
     first = loop_sqlite._readers["default"].link
     seen = []
@@ -244,7 +232,7 @@ def test_a_locked_database_is_left_to_the_store_at_once_and_the_connection_kept(
 
 @on_sqlite
 def test_a_failing_connection_is_dropped_and_opened_again():
-    task = _task()
+    task = make_task()
     assert isinstance(read_visible(str(task.id), OWNER), Task)
     broken = loop_sqlite._readers["default"].link
     broken.close()  # any error but "busy" or "locked"
@@ -273,7 +261,7 @@ def test_an_init_command_that_fails_leaves_the_read_to_the_store(tmp_path):
 
 @on_sqlite
 def test_a_renamed_database_gets_a_connection_of_its_own(tmp_path):
-    task = _task()
+    task = make_task()
     assert isinstance(read_visible(str(task.id), OWNER), Task)
     database, _, first = loop_sqlite._readers["default"]
     other = str(tmp_path / "other.sqlite3")
@@ -287,7 +275,7 @@ def test_a_renamed_database_gets_a_connection_of_its_own(tmp_path):
 
 @on_sqlite
 async def test_the_postgresql_read_is_never_tried_on_sqlite():
-    task = await sync_to_async(_task)()
+    task = await sync_to_async(make_task)()
     loop_postgres._elsewhere.discard("default")
     try:
         with mock.patch.object(loop_sqlite, "read_visible", return_value=USE_STORE):  # SQLite's own read declines
@@ -301,7 +289,7 @@ async def test_the_postgresql_read_is_never_tried_on_sqlite():
 
 async def test_without_fast_paths_every_read_is_the_orms_in_the_store_threads(settings):
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_FAST_PATHS": False}
-    task = await sync_to_async(_task)(status_message="by the ORM")
+    task = await sync_to_async(make_task)(status_message="by the ORM")
     with (
         mock.patch.object(loop_sqlite, "read_visible", side_effect=AssertionError("read on the loop")),
         mock.patch.object(loop_postgres, "aread_visible", side_effect=AssertionError("read on the loop")),

@@ -25,8 +25,10 @@ from django_mcp.tasks.store import loop_postgres, operations
 from django_mcp.tasks.store.loop_postgres import aread_visible as read_visible
 from django_mcp.tasks.store.prepared import USE_STORE
 from django_mcp.tasks.wire import detailed_task
+from tests.task_rows import OWNER
+from tests.task_rows import make_task as _task
+from tests.task_rows import task_fields as _fields
 from tests.task_servers import tasks_server
-from tests.test_tasks_loop_read import OWNER, _fields, _task
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -591,7 +593,7 @@ async def test_a_task_run_here_is_finished_from_the_loop():
     """The runner's final write takes the loop's connection when it is free (no thread, no pool checkout)."""
     from django.test import AsyncClient
 
-    from tests.test_tasks import create
+    from tests.task_calls import create
 
     await _opened()
     with mock.patch.object(PLUGIN.store, "_afinish_in_threads", side_effect=AssertionError("went to the pool")):

@@ -16,8 +16,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from django_mcp.server import telemetry
+from tests.task_calls import rpc, wait_for
 from tests.task_servers import stop_all_tasks
-from tests.test_tasks import rpc, wait_for
 from tests.wire import post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -111,8 +111,8 @@ async def test_a_task_runs_in_a_span_linked_to_its_creation_and_cancelling_is_an
 
 
 async def test_the_handshake_era_records_a_hashed_session_id(async_client, otel):
-    from tests.test_handshake import initialize
-    from tests.test_handshake import rpc as session_rpc
+    from tests.session_calls import initialize
+    from tests.session_calls import rpc as session_rpc
 
     spans, _ = otel
     session, _ = await initialize(async_client, path="/mcp-tasks/")
@@ -132,7 +132,7 @@ def test_without_a_provider_nothing_is_traced():
 
 
 async def test_gauges_count_tasks_by_status_queued_fleet_tasks_and_listen_streams(async_client, otel):
-    from tests.test_fleet import create as fleet_create
+    from tests.fleet_calls import create as fleet_create
 
     _, reader = otel
     handle = (await rpc(async_client, "tools/call", {"name": "slow", "arguments": {"seconds": 30}}))["result"]
@@ -148,8 +148,8 @@ async def test_gauges_count_tasks_by_status_queued_fleet_tasks_and_listen_stream
 
 async def test_a_fleet_workers_run_links_to_the_request_that_created_the_task(async_client, otel):
     from django_mcp.tasks import fleet
-    from tests.test_fleet import NAMESPACE
-    from tests.test_fleet import create as fleet_create
+    from tests.fleet_calls import NAMESPACE
+    from tests.fleet_calls import create as fleet_create
 
     spans, _ = otel
     handle = await fleet_create(async_client, "sleeper", {"seconds": 0.01})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from django_mcp import DefinitionError, ToolRegistry
-from tests.test_tasks import EXT, rpc, wait_for
+from tests.task_calls import EXT, rpc, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,7 +12,7 @@ from django.db.migrations.recorder import MigrationRecorder
 
 from django_mcp.models import Task
 from django_mcp.tasks.models import TaskQuota
-from tests.test_tasks import CLIENT
+from tests.task_calls import CLIENT
 from tests.wire import post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)

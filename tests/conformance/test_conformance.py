@@ -9,7 +9,7 @@ Every group must be clean: one test per group, so a failure names its area.
 
 The handshake era (2025-11-25 and earlier: ``initialize``, ``Mcp-Session-Id``,
 GET/DELETE, server→client requests) is judged by its own runs at the end of
-this module, skipped until :data:`LEGACY_ERA_SERVED` is flipped.
+this module.
 """
 
 from __future__ import annotations
@@ -21,15 +21,6 @@ import pytest
 from tests.conformance.runner import ConformanceError, ConformanceResult, Finding, report, run
 
 pytestmark = [pytest.mark.live, pytest.mark.conformance, pytest.mark.timeout(1200)]
-
-LEGACY_ERA_SERVED = True
-"""Whether django_mcp serves the handshake era (2025-11-25, 2025-06-18, 2025-03-26) on its endpoint.
-
-While False the handshake-era runs below (and the legacy client tests in
-``tests/live/test_clients.py``, which import this flag) are skipped: today
-every one of their checks fails (``initialize`` is answered -32022). Flip it to
-True in the change that serves the era.
-"""
 
 LEGACY_REVISIONS = {
     # revision: the least number of scenarios a complete run has (suite 0.2.0-alpha.12)
@@ -117,12 +108,8 @@ def test_tasks_extension_pass(conformance: ConformanceResult | str) -> None:
 def legacy_conformance(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> ConformanceResult | str:
-    """One run per handshake-era revision, with its own fixture server (skipped until the era is served)."""
+    """One run per handshake-era revision, with its own fixture server."""
     revision: str = request.param
-    if not LEGACY_ERA_SERVED:
-        pytest.skip(
-            "django_mcp does not serve the handshake era yet (tests/conformance/test_conformance.py:LEGACY_ERA_SERVED)"
-        )
     out = tmp_path_factory.mktemp(f"conformance-results-{revision}")
     try:
         result = run(out_dir=out, progress=io.StringIO(), revision=revision)

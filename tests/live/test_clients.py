@@ -24,7 +24,6 @@ from typing import Any
 
 import pytest
 
-from tests.conformance.test_conformance import LEGACY_ERA_SERVED
 from tests.live.clients import install
 from tests.live.clients.summary import assert_passed, run_client
 from tests.live.servers import migrate, server_process
@@ -36,11 +35,6 @@ MODERN = "2026-07-28"
 HANDSHAKE = "2025-11-25"
 RENDERED = "Rendered 'x' (2 frames)."
 EXAMPLE_TASK_TOOLS = ["--skip-elicitation", "--task-tools"]  # render (optional), delete_everything (required)
-
-legacy_era = pytest.mark.skipif(
-    not LEGACY_ERA_SERVED,
-    reason="django_mcp does not serve the handshake era yet (tests/conformance/test_conformance.py:LEGACY_ERA_SERVED)",
-)
 
 
 @contextmanager
@@ -132,7 +126,6 @@ def test_fastmcp_tasks_complete_and_cancel(clients: dict[str, install.Installed]
 # ---------------------------------------------------------------- the handshake era
 
 
-@legacy_era
 def test_typescript_sdk_handshake(clients: dict[str, install.Installed], mcp_url: str) -> None:
     """initialize + session, tools/list, echo, elicitation/create on the call's SSE stream, DELETE."""
     summary = run_client(
@@ -146,7 +139,6 @@ def test_typescript_sdk_handshake(clients: dict[str, install.Installed], mcp_url
     assert summary["steps"]["terminate"]["deleted"] is True
 
 
-@legacy_era
 def test_python_sdk_legacy_mode(clients: dict[str, install.Installed], mcp_url: str) -> None:
     cmd = [venv_python(clients, "python-sdk"), str(CLIENTS / "py_client.py"), mcp_url, "--mode", "legacy"]
     summary = run_client([*cmd, "--expect-version", HANDSHAKE])
@@ -168,7 +160,6 @@ def assert_task_tools_without_tasks(summary: dict[str, Any]) -> None:
     assert "io.modelcontextprotocol/tasks" in refused["message"] and MODERN in refused["message"]
 
 
-@legacy_era
 def test_typescript_sdk_1x_runs_the_example_task_tools(clients: dict[str, install.Installed], example_url: str) -> None:
     summary = run_client(
         [clients["node"].path, str(CLIENTS / "ts_client.mjs"), example_url, *EXAMPLE_TASK_TOOLS],
@@ -178,7 +169,6 @@ def test_typescript_sdk_1x_runs_the_example_task_tools(clients: dict[str, instal
     assert_task_tools_without_tasks(summary)
 
 
-@legacy_era
 def test_typescript_client_2x_default_mode_runs_the_example_task_tools(
     clients: dict[str, install.Installed], example_url: str
 ) -> None:
@@ -193,7 +183,6 @@ def test_typescript_client_2x_default_mode_runs_the_example_task_tools(
     assert summary["steps"]["close"]["deleted"] is True
 
 
-@legacy_era
 def test_python_sdk_legacy_mode_runs_the_example_task_tools(
     clients: dict[str, install.Installed], example_url: str
 ) -> None:

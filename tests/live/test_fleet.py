@@ -23,8 +23,8 @@ import httpx
 import pytest
 from asgiref.sync import sync_to_async
 
-from tests.live.servers import ROOT, server_process_handle
-from tests.live.test_workers import Listen, Redis
+from tests.live.http_listen import Listen
+from tests.live.servers import ROOT, Redis, server_process_handle
 from tests.wire import headers_for, request_body
 
 pytestmark = [

@@ -24,6 +24,8 @@ from django_mcp.tasks.conf import TasksSettings
 from tests.live.servers import Daphne, Redis
 from tests.wire import headers_for, initialize_body, request_body
 
+from .http_listen import EXT, TENANT, Listen
+
 pytestmark = [
     pytest.mark.live,
     # Sets the test database up (the workers share it) and empties it after each test.
@@ -33,8 +35,6 @@ pytestmark = [
     pytest.mark.timeout(240),
 ]
 
-EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
-TENANT = {"X-Tenant": "live"}
 LEASE = 2.0
 FIGURES: dict[str, Any] = {}
 FIGURES_FILE = Path(os.environ.get("DJANGO_MCP_LIVE_FIGURES", "/tmp/django-mcp-live-figures.json"))
@@ -84,35 +84,6 @@ async def poll(client, url, task_id, *statuses, timeout=20.0) -> dict[str, Any]:
             return body["result"]
         assert time.monotonic() < deadline, body
         await asyncio.sleep(0.05)
-
-
-class Listen:
-    """A listen stream over real HTTP, read frame by frame."""
-
-    def __init__(self, client: httpx.AsyncClient, url: str, notifications: dict[str, Any]) -> None:
-        body = request_body("subscriptions/listen", {"notifications": notifications}, id="live", capabilities=EXT)
-        self._cm = client.stream(
-            "POST", url, content=json.dumps(body), headers={**headers_for(body), **TENANT}, timeout=30
-        )
-        self._lines: Any = None
-
-    async def __aenter__(self) -> Listen:
-        response = await self._cm.__aenter__()
-        assert response.headers["content-type"] == "text/event-stream"
-        self._lines = response.aiter_lines()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self._cm.__aexit__(*exc)
-
-    async def frame(self, timeout: float = 10.0) -> dict[str, Any]:
-        async def read() -> dict[str, Any]:
-            async for line in self._lines:
-                if line.startswith("data: "):
-                    return json.loads(line[6:])
-            raise EOFError("stream ended")
-
-        return await asyncio.wait_for(read(), timeout)
 
 
 async def test_create_on_a_then_get_update_cancel_and_listen_on_b(cluster):
