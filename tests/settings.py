@@ -71,7 +71,7 @@ DJANGO_MCP = {
     "TASK_LEASE_RENEW_SECONDS": float(os.environ.get("DJANGO_MCP_TEST_LEASE", "15")) / 3,
     "SHUTDOWN_GRACE_SECONDS": float(os.environ.get("DJANGO_MCP_TEST_GRACE", "10")),
     # A test run opens thousands of handshake-era sessions from 127.0.0.1, and with Redis they outlive the
-    # run: the session caps are tested where they are set (tests/test_session_store.py).
+    # run: the session caps are tested where they are set (tests/transport/test_session_store.py).
     "SESSIONS_PER_PRINCIPAL": None,
     "SESSIONS_MAX": None,
     # CI runs the suite both ways: the store's fast paths, and the plain ORM they must match.

@@ -21,10 +21,9 @@ import httpx
 import pytest
 
 from django_mcp.tasks.conf import TasksSettings
+from tests.live.http_listen import EXT, TENANT, Listen
 from tests.live.servers import Daphne, Redis
 from tests.wire import headers_for, initialize_body, request_body
-
-from .http_listen import EXT, TENANT, Listen
 
 pytestmark = [
     pytest.mark.live,

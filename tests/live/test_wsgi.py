@@ -2,7 +2,7 @@
 
 Two gunicorn workers and one ``manage.py db_worker`` share a SQLite file and Redis (channel layer and
 handshake sessions). What needs an event loop that outlives the response answers a clear error
-(``tests/test_wsgi.py`` covers each case in-process).
+(``tests/transport/test_wsgi.py`` covers each case in-process).
 """
 
 from __future__ import annotations

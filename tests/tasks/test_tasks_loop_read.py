@@ -28,9 +28,8 @@ from django_mcp.tasks.store.loop_sqlite import read_visible
 from django_mcp.tasks.store.prepared import USE_STORE
 from django_mcp.tasks.wire import DETAILED_FIELDS, detailed_task
 from tests.task_calls import get, owner_key
+from tests.task_rows import OWNER, make_task, task_fields
 from tests.task_servers import tasks_server
-
-from .task_rows import OWNER, make_task, task_fields
 
 pytestmark = pytest.mark.django_db(transaction=True)
 on_sqlite = pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") == "postgres", reason="SQLite's read path")

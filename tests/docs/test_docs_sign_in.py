@@ -10,7 +10,7 @@ from pathlib import Path
 
 from django_mcp.auth.conf import AuthSettings, JwtSettings
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "sign-in.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "sign-in.md"
 TEXT = DOC.read_text(encoding="utf-8")
 
 
@@ -38,7 +38,7 @@ def test_the_settings_table_names_every_sign_in_key_and_no_other():
 
 
 def test_the_checks_table_names_every_sign_in_check():
-    source = (Path(__file__).resolve().parents[1] / "django_mcp" / "auth" / "checks.py").read_text()
+    source = (Path(__file__).resolve().parents[2] / "django_mcp" / "auth" / "checks.py").read_text()
     ids = set(re.findall(r'"(?:django_mcp\.)?([EW]0\d\d)"', source))  # id="django_mcp.E010", or a code
     documented = set(re.findall(r"`django_mcp\.([EWI]\d{3})`", section("## Checks")))
     assert ids and ids == documented

@@ -1,6 +1,6 @@
 """The README's Quick start, run as written: a new project in a temporary folder, served by a real ASGI process.
 
-The steps are the README's own blocks (``<!-- quickstart:... -->``, see ``tests/test_readme.py``):
+The steps are the README's own blocks (``<!-- quickstart:... -->``, see ``tests/docs/test_readme.py``):
 its shell lines run one by one (``django-admin`` as ``python -m django``). The venv and ``pip
 install ./django-mcp`` lines are stood in for by a fresh venv holding the wheel that ``python -m
 build`` makes of this checkout (what that line installs, not editable). Its settings are appended

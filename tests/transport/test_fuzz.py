@@ -19,7 +19,7 @@ Runs are seeded (``derandomize=True``) and bounded: 300 + 300 + 300 + 600 + 300 
 ``DJANGO_MCP_FUZZ_EXAMPLES`` sets the number of examples of each test for a long campaign, which
 is random rather than seeded (a failure prints the example and a ``@reproduce_failure`` blob)::
 
-    DJANGO_MCP_FUZZ_EXAMPLES=20000 .venv/bin/python -m pytest -q --timeout=0 tests/test_fuzz.py
+    DJANGO_MCP_FUZZ_EXAMPLES=20000 .venv/bin/python -m pytest -q --timeout=0 tests/transport/test_fuzz.py
 
 Left out: ``subscriptions/listen`` (it streams until the client leaves) and the tools whose
 arguments choose how long they run (``sleepy``, ``progress_steps``).

@@ -23,11 +23,10 @@ from django_mcp.tasks.checks import check_fleet
 from django_mcp.tasks.models import TaskQuota
 from django_mcp.tasks.plugin import cancel_task
 from django_mcp.tasks.store import operations
+from tests.fleet_calls import CLIENT, NAMESPACE, PATH, TENANT, create, rpc
 from tests.fleetapp.servers import fleet_server, fleet_tools
 from tests.task_servers import stop_all_tasks
 from tests.wire import post, request_body
-
-from .fleet_calls import CLIENT, NAMESPACE, PATH, TENANT, create, rpc
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,6 +1,6 @@
 """The wheel and the sdist: built, ``twine check`` clean, holding what a project needs; the README's extras exist.
 
-The Quick start (``tests/test_quickstart.py``) runs from this wheel, installed into a fresh venv.
+The Quick start (``tests/docs/test_quickstart.py``) runs from this wheel, installed into a fresh venv.
 """
 
 from __future__ import annotations

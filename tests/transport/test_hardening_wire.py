@@ -3,7 +3,7 @@
 Each repro is pinned twice: on the pure protocol functions (parse_json, parse_message, dumps,
 encode_json, sse.event) and through the real endpoint, in-process (``views._json`` encodes with ``WireJSONEncoder``).
 
-The strict readers here (``strict_loads``, ``sse_data``) are shared with tests/test_fuzz.py.
+The strict readers here (``strict_loads``, ``sse_data``) are shared with tests/transport/test_fuzz.py.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from django_mcp.protocol.jsonrpc import (
     parse_message,
     result_response,
 )
+from tests.strict_wire import SURROGATE, sse_data, strict_loads
 from tests.wire import post, request_body
-
-from .strict_wire import SURROGATE, sse_data, strict_loads
 
 
 def _parse_error(body: bytes) -> McpJsonRpcError:

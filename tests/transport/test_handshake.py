@@ -8,9 +8,8 @@ import json
 
 import pytest
 
+from tests.session_calls import HEADERS, initialize, post, rpc
 from tests.wire import initialize_body
-
-from .session_calls import HEADERS, initialize, post, rpc
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

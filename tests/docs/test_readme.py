@@ -3,7 +3,7 @@
 A fenced block is marked by an HTML comment on the line before its fence (invisible on GitHub and
 PyPI), ``<!-- group:kind [argument] -->``:
 
-* ``quickstart:*``: the Quick start, built, served and called by ``tests/test_quickstart.py``;
+* ``quickstart:*``: the Quick start, built, served and called by ``tests/docs/test_quickstart.py``;
 * ``tasks-wire:run`` / ``tasks-wire:answer``: the curl session of the tasks wire, run here with
   bash against the example project under daphne, each answer compared with the one shown;
 * ``excerpt:PATH``: every function or class in the block is verbatim in ``PATH``, code the test
@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from .readme_blocks import (
+from tests.readme_blocks import (
     ROOT,
     assert_answer,
     marked_block,

@@ -20,10 +20,9 @@ from django_mcp.tasks import EXTENSION_ID, McpTasks, astart_task
 from django_mcp.tasks.models import TaskQuota
 from django_mcp.tasks.store.database import new_task_id
 from django_mcp.tasks.wire import DETAILED_FIELDS, timestamp
+from tests.task_calls import CLIENT, EXT, create, get, owner_key, rpc, wait_for
 from tests.task_servers import EVENTS, small_server, stop_all_tasks
 from tests.wire import assert_wire, post, post_from, request_body
-
-from .task_calls import CLIENT, EXT, create, get, owner_key, rpc, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "django_mcp"
+PACKAGE = Path(__file__).resolve().parents[2] / "django_mcp"
 GLUE_NAMING_TASKS = {
     "apps.py",
     "models.py",

@@ -8,10 +8,9 @@ from channels.layers import get_channel_layer
 
 from django_mcp import close_listen_streams, notify_resource_updated, registry
 from django_mcp.server.listen import open_listen_streams
+from tests.listen_streams import listen
 from tests.servers import content_prompts, content_tools
 from tests.wire import assert_wire, post, request_body
-
-from .listen_streams import listen
 
 SUB = "io.modelcontextprotocol/subscriptionId"
 

@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(200)]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bench_smoke_mode_measures_django_mcp_and_the_floor(tmp_path):

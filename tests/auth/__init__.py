@@ -1,0 +1,1 @@
+"""Sign-in: the resource server, token verifiers, the authorization server, their checks."""

@@ -1,0 +1,1 @@
+"""The README and docs pages, run as written."""

@@ -1,0 +1,1 @@
+"""The Django glue: checks, settings, admin, audit, health, the test client, packaging, the house rules."""

@@ -1,0 +1,1 @@
+"""The wire rules alone: JSON-RPC, headers, the validation ladder (no Django)."""
