@@ -1,4 +1,4 @@
-"""Every use of another library's private API, in one place (``tests/glue/test_compat.py`` fails when one changes shape).
+"""Every use of another library's private API, in one place (``tests/glue/test_compat.py`` checks their shape).
 
 Each function says what it reaches for and why no public API does the job.
 """

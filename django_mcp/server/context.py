@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -45,6 +46,15 @@ def principal_of(value: Any) -> str | None:
         f"Cannot name the principal {type(value).__qualname__}: return a str, an int, a model instance, "
         "or an object with a `principal_key` string from the endpoint's auth"
     )
+
+
+def principal_digest(namespace: str, principal_key: str) -> str:
+    """A principal of a server as stored and counted: a digest (a principal may be a secret, e.g. a token).
+
+    Task bindings, handshake-era session owners and the listen limits all name a caller this way, so a
+    client's POST listen streams and its GET streams share one limit.
+    """
+    return hashlib.sha256(f"{namespace}\0{principal_key}".encode()).hexdigest()
 
 
 class McpRequest:

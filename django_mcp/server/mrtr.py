@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -118,6 +118,17 @@ class InputRequest(Generic[A]):
                     {"inputResponse": key},
                 )
         return answer
+
+
+def refuse_undeclared(requests: Iterable[InputRequest[Any]], capabilities: Mapping[str, Any]) -> None:
+    """-32021 naming every capability the client did not declare that one of ``requests`` needs."""
+    required: dict[str, Any] = {}
+    for request in requests:
+        if not request.declared_by(capabilities):
+            for kind, sub in request.required_capability.items():
+                required.setdefault(kind, {}).update(sub)
+    if required:
+        raise missing_capability(required)
 
 
 def elicit(message: str, requested_schema: Mapping[str, Any], *, validate: bool = False) -> InputRequest[ElicitAnswer]:
@@ -259,13 +270,7 @@ class InputRounds:
             self._asked[key] = raw
         if not missing:
             return answers
-        undeclared = [r for r in missing.values() if not r.declared_by(capabilities)]
-        if undeclared:
-            required: dict[str, Any] = {}
-            for r in undeclared:
-                for kind, sub in r.required_capability.items():
-                    required.setdefault(kind, {}).update(sub)
-            raise missing_capability(required)
+        refuse_undeclared(missing.values(), capabilities)
         raise InputRequired(
             {key: r.to_wire() for key, r in missing.items()},
             issue_state(self._bound_to, {**self._earlier, **self._asked}),

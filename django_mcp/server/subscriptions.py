@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import META_SERVER_INFO
 from .access import visible
-from .context import McpRequest, needs_asgi
+from .context import McpRequest, needs_asgi, principal_digest
 from .listen import ListenStream, admit_stream
 from .notify import has_channel_layer, resource_group
 from .params import ListenParams
@@ -72,12 +71,3 @@ async def _readable(context: ServerContext, request: McpRequest, uri: str) -> bo
     """Whether the caller may read ``uri`` (a resource it may not see is one that does not exist)."""
     found = context.resources.resolve(uri)
     return found is not None and bool(await visible(request, [found[0]]))
-
-
-def principal_digest(namespace: str, principal_key: str) -> str:
-    """Who holds a listen stream, as the listen limits count it: a digest (a principal may be a secret).
-
-    The same naming as a handshake-era session's owner, so a client's POST listen streams and its
-    GET streams share one limit.
-    """
-    return hashlib.sha256(f"{namespace}\0{principal_key}".encode()).hexdigest()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import weakref
 from collections.abc import Callable, Mapping
@@ -16,7 +15,7 @@ from pydantic import BaseModel
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params, missing_capability
 from ..protocol.jsonrpc import notification
 from ..server import telemetry
-from ..server.context import McpRequest, needs_asgi
+from ..server.context import McpRequest, needs_asgi, principal_digest
 from ..server.extensions import ExtensionMethod, ExtensionPlugin, ExtensionResult, ListenSubscription, ProceedToolCall
 from ..server.lifecycle import shutting_down
 from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
@@ -261,7 +260,7 @@ class McpTasks(ExtensionPlugin):
         anonymous caller (with the default binding) a digest of its client address."""
         if self._bind is not None or request.principal_key != "anonymous":
             return self.owner_of(request)
-        return "sha256:" + hashlib.sha256(f"{self.namespace}\0{request.limit_key}".encode()).hexdigest()
+        return "sha256:" + principal_digest(self.namespace, request.limit_key)
 
     def owner_of(self, request: McpRequest) -> str:
         """The binding key for tasks created or read by ``request``: a digest, scoped to the server.
@@ -269,7 +268,7 @@ class McpTasks(ExtensionPlugin):
         Hashed so that a principal that is a secret (a bearer token) is never stored or shown.
         """
         key = str(self._bind(request)) if self._bind is not None else request.principal_key
-        return "sha256:" + hashlib.sha256(f"{self.namespace}\0{key}".encode()).hexdigest()
+        return "sha256:" + principal_digest(self.namespace, key)
 
     async def _visible(self, request: McpRequest, task_id: str, only: tuple[str, ...] | None = None) -> Task:
         task = await self.store.avisible(task_id, self.owner_of(request), only)

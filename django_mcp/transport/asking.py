@@ -16,10 +16,10 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, missing_capability
+from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import dumps
 from ..server.context import McpRequest
-from ..server.mrtr import InputRequest
+from ..server.mrtr import InputRequest, refuse_undeclared
 from ..server.notify import throttle, unavailable
 from . import sessions
 
@@ -79,13 +79,7 @@ class ClientAsker:
         self.request = request
 
     async def ask(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
-        undeclared = [r for r in requests.values() if not r.declared_by(self.session.capabilities)]
-        if undeclared:
-            required: dict[str, Any] = {}
-            for r in undeclared:
-                for kind, sub in r.required_capability.items():
-                    required.setdefault(kind, {}).update(sub)
-            raise missing_capability(required)
+        refuse_undeclared(requests.values(), self.session.capabilities)
         loop = asyncio.get_running_loop()
         answers: dict[str, Any] = {}
         layer = get_channel_layer()

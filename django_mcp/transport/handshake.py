@@ -40,7 +40,7 @@ from ..protocol.jsonrpc import LOG_LEVELS, RequestMeta, parse_message, readable_
 from ..protocol.validation import Rejection, check_origin
 from ..server import telemetry
 from ..server.access import visible
-from ..server.context import McpRequest, needs_asgi
+from ..server.context import McpRequest, needs_asgi, principal_digest
 from ..server.listen import CONTROL_TYPE, ListenStream, admit_stream
 from ..server.notify import has_channel_layer, resource_group
 from . import asking, sessions
@@ -69,13 +69,13 @@ def _missing_session() -> McpJsonRpcError:
 def principal(server: McpServer, http_request: HttpRequest) -> str:
     """The session owner for this HTTP request (the same principal naming as task bindings)."""
     probe = McpRequest(http_request, request_id=None, method="", params={}, meta=_meta("", {}, None))
-    return sessions.owner_key(server.urls_namespace, probe.principal_key)
+    return principal_digest(server.urls_namespace, probe.principal_key)
 
 
 def limit_key(server: McpServer, http_request: HttpRequest) -> str:
     """Whom per-caller limits count for this HTTP request (:attr:`McpRequest.limit_key`), as a digest."""
     probe = McpRequest(http_request, request_id=None, method="", params={}, meta=_meta("", {}, None))
-    return sessions.owner_key(server.urls_namespace, probe.limit_key)
+    return principal_digest(server.urls_namespace, probe.limit_key)
 
 
 def _meta(

@@ -55,11 +55,6 @@ class McpSession:
         return "django_mcp.session." + hashlib.sha256(self.id.encode()).hexdigest()[:48]
 
 
-def owner_key(namespace: str, principal: str) -> str:
-    """Who a session belongs to: a digest (a principal may be a secret, e.g. a bearer token)."""
-    return hashlib.sha256(f"{namespace}\0{principal}".encode()).hexdigest()
-
-
 def _cache() -> Any:
     return caches[get_settings().SESSION_CACHE]
 

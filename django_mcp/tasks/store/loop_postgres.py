@@ -56,7 +56,7 @@ from ...server.notify import throttle
 from ..conf import get_tasks_settings
 from ..models import ACTIVE, Task
 from .database import parse_id
-from .prepared import USE_STORE, MaybeTask, load_row, read_plan, update_plan, visible_row
+from .prepared import USE_STORE, MaybeTask, load_row, read_statement, update_plan, visible_row
 
 logger = logging.getLogger("django_mcp.tasks")
 
@@ -155,8 +155,7 @@ async def aread_visible(task_id: Any, owner: str, only: tuple[str, ...] | None =
         return USE_STORE
     database = taken[2].database
     try:
-        plan = read_plan(database, True, only)  # (FieldDoesNotExist for a misspelt name in ``only``)
-        params = (Task._meta.pk.get_db_prep_value(pk, database), owner)
+        plan, params = read_statement(database, pk, owner, only)
     except BaseException:
         taken[0].release(taken[1], taken[2])  # taken, perhaps handed over: never left busy
         raise

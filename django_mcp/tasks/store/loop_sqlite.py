@@ -29,7 +29,7 @@ from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabase
 from ...compat import sqlite_init_commands
 from ..models import Task
 from .database import parse_id
-from .prepared import USE_STORE, MaybeTask, read_plan, visible_row
+from .prepared import USE_STORE, MaybeTask, read_statement, visible_row
 
 
 class _Reader(NamedTuple):
@@ -59,8 +59,7 @@ def read_visible(task_id: Any, owner: str, only: tuple[str, ...] | None = None) 
         reader = _reader(alias)
         if reader is None:
             return USE_STORE
-        plan = read_plan(reader.database, True, only)
-        params = (Task._meta.pk.get_db_prep_value(pk, reader.database), owner)
+        plan, params = read_statement(reader.database, pk, owner, only)
         try:
             found = reader.link.execute(_qmark(plan.sql), params).fetchone()
         except sqlite3.Error as exc:

@@ -82,10 +82,20 @@ def load_row(conn: BaseDatabaseWrapper, plan: ReadPlan, row: Any) -> Task:
     return Task.from_db(conn.alias, plan.names, values)
 
 
+def read_statement(
+    conn: BaseDatabaseWrapper, pk: Any, owner: str | None, only: tuple[str, ...] | None
+) -> tuple[ReadPlan, tuple[Any, ...]]:
+    """The plan and parameters reading one task by primary key (and owner): the same for every read path.
+
+    Raises ``FieldDoesNotExist`` for a misspelt name in ``only``.
+    """
+    plan = read_plan(conn, owner is not None, only)
+    return plan, (Task._meta.pk.get_db_prep_value(pk, conn), *(() if owner is None else (owner,)))
+
+
 def read(conn: BaseDatabaseWrapper, pk: Any, owner: str | None, only: tuple[str, ...] | None) -> Task | None:
     """One task by primary key (and owner) on ``conn``, as the ORM would load it."""
-    plan = read_plan(conn, owner is not None, only)
-    params = [Task._meta.pk.get_db_prep_value(pk, conn), *(() if owner is None else (owner,))]
+    plan, params = read_statement(conn, pk, owner, only)
     with conn.cursor() as cursor:
         cursor.execute(plan.sql, params)
         row = cursor.fetchone()
