@@ -896,3 +896,16 @@ class TestModuleLevelToolDecorator:
         assert django_mcp.registry is registry_module.registry
         assert django_mcp.ToolRegistry is ToolRegistry
         assert django_mcp.Tool is Tool
+
+
+def test_the_core_tool_options_are_typed_keyword_parameters():
+    import inspect
+
+    from django_mcp import tool
+
+    parameters = inspect.signature(tool).parameters
+    core = ["name", "title", "description", "input_schema", "output_schema", "annotations", "icons", "meta"]
+    core += ["single_use_state", "scopes", "permissions", "timeout_seconds", "rate_limit", "audit_arguments"]
+    assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in core)
+    assert parameters["timeout_seconds"].annotation == "float | None"
+    assert parameters["extension_options"].kind is inspect.Parameter.VAR_KEYWORD  # task_support and the like

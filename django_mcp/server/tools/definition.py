@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import UnionType
-from typing import Any, Literal, TypedDict, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -24,25 +24,6 @@ from ..handlers import first_parameter_takes_request
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # used with fullmatch
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-class ToolOptions(TypedDict, total=False):
-    """What :func:`~django_mcp.tool` and ``ToolRegistry.register`` accept besides the handler."""
-
-    name: str
-    title: str
-    description: str
-    input_schema: Mapping[str, Any]
-    output_schema: Mapping[str, Any]
-    annotations: Mapping[str, Any]
-    icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...]
-    meta: Mapping[str, Any]
-    single_use_state: bool
-    scopes: Iterable[str]
-    permissions: Iterable[str]
-    timeout_seconds: float
-    rate_limit: str
-    audit_arguments: str | list[str]
 
 
 @dataclass(frozen=True, eq=False)

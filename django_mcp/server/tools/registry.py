@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from ..definitions import DefinitionError
@@ -91,11 +91,71 @@ class ToolRegistry(Registry[Tool]):
         return item.name
 
     @overload
-    def register(self, handler: F, /, **options: Any) -> F: ...
+    def register(
+        self,
+        handler: F,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...] = (),
+        meta: Mapping[str, Any] | None = None,
+        single_use_state: bool | None = None,
+        scopes: Iterable[str] = (),
+        permissions: Iterable[str] = (),
+        timeout_seconds: float | None = None,
+        rate_limit: str | None = None,
+        audit_arguments: str | Iterable[str] | None = None,
+        **extension_options: Any,
+    ) -> F: ...
     @overload
-    def register(self, handler: None = None, /, **options: Any) -> Callable[[F], F]: ...
+    def register(
+        self,
+        handler: None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...] = (),
+        meta: Mapping[str, Any] | None = None,
+        single_use_state: bool | None = None,
+        scopes: Iterable[str] = (),
+        permissions: Iterable[str] = (),
+        timeout_seconds: float | None = None,
+        rate_limit: str | None = None,
+        audit_arguments: str | Iterable[str] | None = None,
+        **extension_options: Any,
+    ) -> Callable[[F], F]: ...
 
-    def register(self, handler: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+    def register(
+        self,
+        handler: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...] = (),
+        meta: Mapping[str, Any] | None = None,
+        single_use_state: bool | None = None,
+        scopes: Iterable[str] = (),
+        permissions: Iterable[str] = (),
+        timeout_seconds: float | None = None,
+        rate_limit: str | None = None,
+        audit_arguments: str | Iterable[str] | None = None,
+        **extension_options: Any,
+    ) -> F | Callable[[F], F]:
         """Register ``handler`` as a tool; used bare, or as a decorator (with or without options).
 
         The handler is called as ``handler(request, **arguments)`` where
@@ -103,14 +163,35 @@ class ToolRegistry(Registry[Tool]):
         in a worker thread) or async. Without ``input_schema`` the schema is
         derived from the handler's type hints; a given one is served and
         validated exactly as written. ``name`` defaults to the function's
-        name, ``description`` to its docstring. The options are those of
-        :class:`ToolOptions`; any other option (e.g. the tasks extension's
+        name, ``description`` to its docstring. The other options are
+        :func:`~.definition.build_tool`'s; any further option (e.g. the tasks extension's
         ``task_support``) is kept for the extensions, and ``manage.py check``
         reports one that no installed extension understands.
 
         Raises ``DefinitionError`` (an ``ImproperlyConfigured``) for an invalid or duplicate name or schema.
         """
-        return self._register(handler, lambda func: build_tool(func, **options))
+
+        def build(func: Callable[..., Any]) -> Tool:
+            return build_tool(
+                func,
+                name=name,
+                title=title,
+                description=description,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
+                single_use_state=single_use_state,
+                scopes=scopes,
+                permissions=permissions,
+                timeout_seconds=timeout_seconds,
+                rate_limit=rate_limit,
+                audit_arguments=audit_arguments,
+                **extension_options,
+            )
+
+        return self._register(handler, build)
 
 
 registry = ToolRegistry()
