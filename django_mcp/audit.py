@@ -81,7 +81,7 @@ def _caller(request: McpRequest) -> tuple[Any, str]:
     return None, key if key.startswith("anonymous@") else key.split(":", 1)[0] + " principal"
 
 
-async def record(
+async def arecord(
     sender: Any, request: McpRequest, tool: str, outcome: str, duration: float, definition: Tool, **kwargs: Any
 ) -> None:
     """The ``tool_called`` receiver: build the row now, write it in the background."""
@@ -98,13 +98,13 @@ async def record(
         arguments=kept_arguments(rule, request.params.get("arguments")),
     )
     if not request.served_by_asgi:  # under WSGI the loop ends with the response: write it now
-        await _write([row], mcp.AUDIT_RETENTION_SECONDS)
+        await _awrite([row], mcp.AUDIT_RETENTION_SECONDS)
         return
     _pending.append(row)
     global _flusher
     loop = asyncio.get_running_loop()
     if _flusher is None or _flusher.done() or _flusher.get_loop() is not loop:
-        _flusher = loop.create_task(_flush_soon(mcp.AUDIT_RETENTION_SECONDS))
+        _flusher = loop.create_task(_aflush_soon(mcp.AUDIT_RETENTION_SECONDS))
 
 
 # Process-wide by nature: the rows of this process waiting for their batch, and the task that writes them.
@@ -113,24 +113,24 @@ _flusher: asyncio.Task[None] | None = None
 _last_sweep = 0.0
 
 
-async def _flush_soon(retention: int) -> None:
+async def _aflush_soon(retention: int) -> None:
     """Write the waiting rows in batches, one INSERT each, every ``_BATCH_SECONDS`` while rows come."""
     while _pending:
         await asyncio.sleep(_BATCH_SECONDS)
         rows = _pending[:]
         del _pending[:]
-        await _write(rows, retention)
+        await _awrite(rows, retention)
 
 
-async def flush(grace_seconds: float = 0) -> None:
+async def aflush(grace_seconds: float = 0) -> None:
     """Write what waits now (at shutdown)."""
     rows = _pending[:]
     del _pending[:]
     if rows:
-        await _write(rows, get_settings().AUDIT_RETENTION_SECONDS)
+        await _awrite(rows, get_settings().AUDIT_RETENTION_SECONDS)
 
 
-async def _write(rows: list[ToolCall], retention: int) -> None:
+async def _awrite(rows: list[ToolCall], retention: int) -> None:
     try:
         await sync_to_async(_save, thread_sensitive=False)(rows, retention)
     except Exception as exc:  # the audit never fails a call; an outage is logged, not raised
@@ -165,9 +165,9 @@ def follow_settings(*args: Any, setting: str | None = None, **kwargs: Any) -> No
     except ImproperlyConfigured:  # reported by check E002
         return
     if on:
-        tool_called.connect(record, dispatch_uid="django_mcp.audit")
-        if flush not in lifecycle.hooks:
-            lifecycle.on_shutdown(flush)
+        tool_called.connect(arecord, dispatch_uid="django_mcp.audit")
+        if aflush not in lifecycle.hooks:
+            lifecycle.on_shutdown(aflush)
     else:
         tool_called.disconnect(dispatch_uid="django_mcp.audit")
 

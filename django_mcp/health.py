@@ -45,7 +45,7 @@ class Check:
         return shown
 
 
-async def _timed(name: str, check: Any) -> Check:
+async def _atimed(name: str, check: Any) -> Check:
     started = time.monotonic()
     try:
         async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
@@ -79,12 +79,12 @@ def _ping_database() -> None:
         cursor.execute("SELECT 1")
 
 
-async def _database() -> str | None:
+async def _adatabase() -> str | None:
     await sync_to_async(_in_worker_thread(_ping_database), thread_sensitive=False)()
     return None
 
 
-async def _channel_layer() -> str | None:
+async def _achannel_layer() -> str | None:
     layer = get_channel_layer()
     if layer is None:
         return None
@@ -107,7 +107,7 @@ def _oldest_queued_seconds() -> float | None:
     return (timezone.now() - oldest).total_seconds() if oldest is not None else None
 
 
-async def _fleet() -> str | None:
+async def _afleet() -> str | None:
     """Whether fleet workers claim work: no task waits unclaimed past ``TASK_QUEUED_TIMEOUT_SECONDS``."""
     from .tasks.conf import get_tasks_settings
 
@@ -132,11 +132,11 @@ def _fleet_configured() -> bool:
 
 async def areadiness() -> tuple[bool, list[Check]]:
     """Run the readiness checks concurrently: the database, the channel layer and (when configured) the fleet."""
-    checks = [_timed("database", _database)]
+    checks = [_atimed("database", _adatabase)]
     if has_channel_layer():
-        checks.append(_timed("channel_layer", _channel_layer))
+        checks.append(_atimed("channel_layer", _achannel_layer))
     if _fleet_configured():
-        checks.append(_timed("fleet", _fleet))
+        checks.append(_atimed("fleet", _afleet))
     done = list(await asyncio.gather(*checks))
     return all(check.ok for check in done), done
 

@@ -29,7 +29,7 @@ class _Guarded(Protocol):
 T = TypeVar("T", bound=_Guarded)
 
 
-async def permitted(request: McpRequest, permissions: Iterable[str]) -> bool:
+async def apermitted(request: McpRequest, permissions: Iterable[str]) -> bool:
     """Whether the request's user holds every one of ``permissions`` (none asked: anyone)."""
     wanted = list(permissions)
     if not wanted:
@@ -42,9 +42,9 @@ async def permitted(request: McpRequest, permissions: Iterable[str]) -> bool:
     return bool(await sync_to_async(user.has_perms)(wanted))
 
 
-async def visible(request: McpRequest, items: list[T]) -> list[T]:
+async def avisible(request: McpRequest, items: list[T]) -> list[T]:
     """The items (tools, prompts, resources) whose ``permissions`` the request's user holds."""
-    return [item for item in items if not item.permissions or await permitted(request, item.permissions)]
+    return [item for item in items if not item.permissions or await apermitted(request, item.permissions)]
 
 
 def require_scopes(request: McpRequest, scopes: Iterable[str]) -> None:

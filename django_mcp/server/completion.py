@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import invalid_params
-from .access import visible
+from .access import avisible
 from .context import McpRequest
-from .handlers import run_handler
+from .handlers import arun_handler
 from .params import CompleteParams
 from .resources.definition import ResourceTemplate
 
@@ -25,19 +25,19 @@ async def complete(context: ServerContext, request: McpRequest, params: Complete
     completers: Mapping[str, Any]
     if ref.type == "ref/prompt":
         found_prompt = context.prompts.get(ref.name or "")
-        if found_prompt is None or not await visible(request, [found_prompt]):
+        if found_prompt is None or not await avisible(request, [found_prompt]):
             raise invalid_params(f"Unknown prompt: {ref.name}", {"ref": reference})
         completers = found_prompt.completers
     else:
         found = context.resources.get(ref.uri or "")
-        if not isinstance(found, ResourceTemplate) or not await visible(request, [found]):
+        if not isinstance(found, ResourceTemplate) or not await avisible(request, [found]):
             raise invalid_params(f"Unknown resource template: {ref.uri}", {"ref": reference})
         completers = found.completers
     completer = completers.get(params.argument.name)
     values: list[str] = []
     if completer is not None:
         known = params.context.arguments if params.context is not None else {}
-        suggestions = await run_handler("Completer", completer, request, params.argument.value, known)
+        suggestions = await arun_handler("Completer", completer, request, params.argument.value, known)
         values = [str(v) for v in suggestions]
     return {
         "completion": {

@@ -41,7 +41,7 @@ from .params import (
 )
 from .prompts import methods as prompt_methods
 from .prompts.definition import PromptRegistry
-from .rates import enforce_request_rate
+from .rates import aenforce_request_rate
 from .resources import methods as resource_methods
 from .resources.definition import ResourceRegistry
 from .tools import methods as tool_methods
@@ -216,7 +216,7 @@ class Dispatcher:
     async def dispatch(self, request: McpRequest) -> dict[str, Any] | ListenStream:
         """Serve one admitted request: a result, a listen stream, or ``McpJsonRpcError``."""
         if get_settings().RATE_LIMIT is not None:
-            await enforce_request_rate(request)
+            await aenforce_request_rate(request)
         core = CORE_METHODS.get(request.method)
         if core is None:
             result = await self._serve_extension(request)

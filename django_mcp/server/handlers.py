@@ -49,7 +49,7 @@ def first_parameter_takes_request(handler: Callable[..., Any]) -> bool:
     )
 
 
-async def run_handler(what: str, handler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+async def arun_handler(what: str, handler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call a prompt, resource or completion handler; an ordinary exception becomes -32603 (traceback logged).
 
     Protocol errors, MRTR's input request and a lost database pass through.

@@ -23,7 +23,7 @@ logger = logging.getLogger("django_mcp")
 _CANNOT_COUNT = "Rate limits cannot be counted now: try again shortly"
 
 
-async def _enforce(request: McpRequest, rate: str, group: str, what: str) -> None:
+async def _aenforce(request: McpRequest, rate: str, group: str, what: str) -> None:
     # Imported on first use: django_mcp stays importable from a settings module.
     from django_ratelimit.core import get_usage
 
@@ -61,13 +61,13 @@ def _in_memory() -> bool:
     return str(backend).endswith(("LocMemCache", "DummyCache"))
 
 
-async def enforce_request_rate(request: McpRequest) -> None:
+async def aenforce_request_rate(request: McpRequest) -> None:
     """``RATE_LIMIT`` for every request of a caller (nothing at all while no limit is set)."""
     rate = get_settings().RATE_LIMIT
     if rate is not None:
-        await _enforce(request, rate, "django_mcp:requests", "requests")
+        await _aenforce(request, rate, "django_mcp:requests", "requests")
 
 
-async def enforce_tool_rate(request: McpRequest, tool: str, rate: str) -> None:
+async def aenforce_tool_rate(request: McpRequest, tool: str, rate: str) -> None:
     """A tool's own ``rate_limit`` per caller."""
-    await _enforce(request, rate, f"django_mcp:tool:{tool}", f"calls of {tool!r}")
+    await _aenforce(request, rate, f"django_mcp:tool:{tool}", f"calls of {tool!r}")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import META_SERVER_INFO
-from .access import visible
+from .access import avisible
 from .context import McpRequest, needs_asgi, principal_digest
 from .listen import ListenStream, admit_stream
 from .notify import has_channel_layer, resource_group
@@ -37,7 +37,7 @@ async def listen(context: ServerContext, request: McpRequest, params: ListenPara
             groups.append(registry.channel_group)
     uris = wanted.resourceSubscriptions
     if uris and caps.get("resources", {}).get("subscribe"):
-        known = [u for u in dict.fromkeys(uris) if await _readable(context, request, u)]
+        known = [u for u in dict.fromkeys(uris) if await _areadable(context, request, u)]
         if known:
             honoured["resourceSubscriptions"] = known
             groups += [resource_group(u) for u in known]
@@ -67,7 +67,7 @@ async def listen(context: ServerContext, request: McpRequest, params: ListenPara
     return admit_stream(stream, principal_digest(request.namespace, request.limit_key))
 
 
-async def _readable(context: ServerContext, request: McpRequest, uri: str) -> bool:
+async def _areadable(context: ServerContext, request: McpRequest, uri: str) -> bool:
     """Whether the caller may read ``uri`` (a resource it may not see is one that does not exist)."""
     found = context.resources.resolve(uri)
-    return found is not None and bool(await visible(request, [found[0]]))
+    return found is not None and bool(await avisible(request, [found[0]]))

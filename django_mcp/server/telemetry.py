@@ -47,7 +47,7 @@ _gauges: list[tuple[str, str, Callable[[], Iterable[Observation]]]] = []  # proc
 
 
 def gauge(name: str, description: str, observe: Callable[[], Iterable[Observation]]) -> None:
-    """Declare an observable gauge (before the first traced request): ``observe()`` yields (value, attributes),
+    """Declare an observable gauge (before the first atraced request): ``observe()`` yields (value, attributes),
     called by the metric reader's thread at each collection."""
     _gauges.append((name, description, observe))
 
@@ -121,7 +121,7 @@ def attributes(request: McpRequest, known: Known | None = None) -> tuple[str, di
     return name, attrs
 
 
-async def traced(request: McpRequest, serve: Callable[[], Awaitable[T]], known: Known | None = None) -> T:
+async def atraced(request: McpRequest, serve: Callable[[], Awaitable[T]], known: Known | None = None) -> T:
     """``serve()`` inside the request's server span, its duration recorded."""
     if not active():
         return await serve()
@@ -214,7 +214,7 @@ def creator_link() -> Any:
     return trace.Link(context) if context.is_valid else None
 
 
-async def traced_task(
+async def atraced_task(
     tool: str, task_id: str, link: Any, run: Callable[[Any], Awaitable[T]], on_span: Callable[[Any], None]
 ) -> T:
     """``run(span)``: a task's body inside a span of its own (``task {tool}``), linked to the request that

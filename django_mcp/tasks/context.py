@@ -18,7 +18,7 @@ from ..server.mrtr import InputRequest
 from ..server.notify import throttle
 from ..server.tools.definition import Tool
 from .models import Task
-from .publishing import publish
+from .publishing import apublish
 
 if TYPE_CHECKING:
     from .runner import TaskRunner
@@ -39,7 +39,7 @@ def check_run(run: Any) -> None:
         raise TypeError(f"run must be a function taking the task (async def or def), not {type(run).__name__}")
 
 
-async def call_run(run: Run, task: TaskContext) -> Any:
+async def acall_run(run: Run, task: TaskContext) -> Any:
     """Call a task body: async ones on the loop, sync ones in the task's own thread.
 
     A coroutine of its own, so that a body that cannot even be called (e.g. one taking no task) fails
@@ -53,25 +53,25 @@ async def call_run(run: Run, task: TaskContext) -> Any:
     return value
 
 
-async def call_run_within(run: Run, task: RunningTask, tool: Tool) -> Any:
-    """:func:`call_run`, ended at the tool's ``task_timeout_seconds`` (the task then fails "Task timed
+async def acall_run_within(run: Run, task: RunningTask, tool: Tool) -> Any:
+    """:func:`acall_run`, ended at the tool's ``task_timeout_seconds`` (the task then fails "Task timed
     out"), in the task's span when OpenTelemetry is configured."""
     limit = tool.extension_options.get("task_timeout_seconds")
 
     async def bounded(span: Any) -> Any:
         if limit is None:
-            return await call_run(run, task)
+            return await acall_run(run, task)
         bound = asyncio.timeout(limit)
         try:
             async with bound:
-                return await call_run(run, task)
+                return await acall_run(run, task)
         except TimeoutError:
             if not bound.expired():
                 raise  # the body's own TimeoutError: an error result, as any exception it raises
             # A sync body's thread cannot be stopped: it runs to its end, and what it returns is dropped.
             raise McpJsonRpcError(INTERNAL_ERROR, f"Task timed out: it ran longer than {limit:g} s") from None
 
-    return await telemetry.traced_task(tool.name, task.id, task.creator_link, bounded, task.traced_by)
+    return await telemetry.atraced_task(tool.name, task.id, task.creator_link, bounded, task.traced_by)
 
 
 class TaskContext:
@@ -180,7 +180,7 @@ class RunningTask(TaskContext):
             throttle.log(logger, logging.WARNING, "task-progress", "A task's progress was dropped: %s", exc)
             return
         if task is not None:
-            await publish(task)
+            await apublish(task)
 
     async def arequest_input(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
         """Park the task in ``input_required`` until the client answered every request via ``tasks/update``.
@@ -201,7 +201,7 @@ class RunningTask(TaskContext):
             task = await self._runner.store.apark(self.id, {wk: r.to_wire() for wk, (_, r) in pending.items()})
             if task is None:  # no longer active: cancelled, reaped or deleted meanwhile
                 raise self._vanished()
-            await publish(task)
+            await apublish(task)
             retry: dict[str, tuple[str, InputRequest[Any]]] = {}
             for wire_key, raw in (await self._collect(list(pending))).items():
                 key, request = pending[wire_key]

@@ -126,13 +126,13 @@ async def arun(task_id: str, namespace: str) -> str:
     await runner.control_ready()  # listening before the row names this runner
     runner.expect(task_id)
     try:
-        return await _claim_and_run(task_id, namespace, plugin, settings.TASK_LEASE_SECONDS)
+        return await _aclaim_and_run(task_id, namespace, plugin, settings.TASK_LEASE_SECONDS)
     finally:
         runner.unexpect(task_id)  # a no-op once it started
 
 
-async def _claim_and_run(task_id: str, namespace: str, plugin: McpTasks, lease_seconds: float) -> str:
-    from .publishing import publish
+async def _aclaim_and_run(task_id: str, namespace: str, plugin: McpTasks, lease_seconds: float) -> str:
+    from .publishing import apublish
     from .request import TaskRequest
 
     store, runner = plugin.store, plugin.runner
@@ -142,9 +142,9 @@ async def _claim_and_run(task_id: str, namespace: str, plugin: McpTasks, lease_s
         if row is not None and row.status in ACTIVE and not row.node and row.cancel_requested:
             done = await store.afinish(task_id, TaskStatus.CANCELLED, message="Cancelled before it started")
             if done is not None:
-                await publish(done)
+                await apublish(done)
         return f"not run: {row.status if row is not None else 'deleted'}"
-    await publish(claimed)
+    await apublish(claimed)
     task = await store.in_threads(_load, writes=False)(task_id)  # in the store's threads: they recycle connections
     assert task is not None and plugin.tools is not None
     tool = plugin.tools.get(task.tool)
@@ -159,7 +159,7 @@ async def _claim_and_run(task_id: str, namespace: str, plugin: McpTasks, lease_s
         error = {"code": -32603, "message": message}
         done = await store.afinish(task_id, TaskStatus.FAILED, error=error, message=message)
         if done is not None:
-            await publish(done)
+            await apublish(done)
         return "not started"
 
     async def body(context: Any) -> Any:

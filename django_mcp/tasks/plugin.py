@@ -22,7 +22,7 @@ from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
 from ..server.params import parse_params
 from . import gauges  # noqa: F401  (declares the tasks' OpenTelemetry gauges)
 from .conf import get_tasks_settings
-from .context import InlineTask, Run, TaskContext, call_run, check_run
+from .context import InlineTask, Run, TaskContext, acall_run, check_run
 from .models import ACTIVE, Task, creator_fields
 from .options import (
     check_backend_alias,
@@ -33,9 +33,9 @@ from .options import (
     refuse_unstorable,
 )
 from .params import TaskIdParams, TaskIdsFilter, UpdateParams
-from .publishing import publish, task_group
+from .publishing import apublish, task_group
 from .request import TaskRequest, ToolCall, current_call, current_task
-from .runner import OWNER_GONE, TaskRunner, send_control
+from .runner import OWNER_GONE, TaskRunner, asend_control
 from .signals import task_created
 from .store import TaskStore, operations
 from .store.database import new_task_id
@@ -287,9 +287,9 @@ class McpTasks(ExtensionPlugin):
         ):
             reaped = await self.store.afail_if_owner_gone(task, OWNER_GONE)
             if reaped.status != task.status:
-                from .publishing import publish
+                from .publishing import apublish
 
-                await publish(reaped)
+                await apublish(reaped)
             return reaped
         return task
 
@@ -312,9 +312,9 @@ class McpTasks(ExtensionPlugin):
                     raise invalid_params(f"Invalid input response {key!r}: {exc}", {"inputResponse": key}) from None
         updated, accepted = await self.store.aanswer(task.id, self.owner_of(request), responses)
         if updated is not None and accepted:
-            from .publishing import publish
+            from .publishing import apublish
 
-            await publish(updated)
+            await apublish(updated)
             await self.runner.deliver(updated, "input")
         return {}
 
@@ -323,9 +323,9 @@ class McpTasks(ExtensionPlugin):
         if task.status in ACTIVE and task.backend and not task.node:
             cancelled = await self.store.acancel_queued(task.id)  # no worker has it yet: it never starts
             if cancelled is not None:
-                from .publishing import publish
+                from .publishing import apublish
 
-                await publish(cancelled)
+                await apublish(cancelled)
                 return {}
             task = await self.store.areload(task.id) or task  # a worker claimed it meanwhile: cancel it there
         if task.status in ACTIVE:
@@ -408,15 +408,15 @@ class McpTasks(ExtensionPlugin):
                     http_status=503,
                 ) from None
             request.finish()
-            await _created(task, request)
+            await _acreated(task, request)
             return ExtensionResult(create_task_result(task))
         request.finish()  # progress and log of this request never go out once it is a task
         self.runner.start(task, tool, run, request.client_capabilities)
-        await _created(task, request)
+        await _acreated(task, request)
         return ExtensionResult(create_task_result(task))
 
 
-async def _created(task: Task, request: McpRequest) -> None:
+async def _acreated(task: Task, request: McpRequest) -> None:
     if task_created.receivers:
         await task_created.asend(sender=Task, task=task, request=request)
 
@@ -453,10 +453,10 @@ async def astart_task(request: McpRequest, *, run: Run, status_message: str = ""
     if task is not None:
         if status_message:
             await task.aupdate(status_message)
-        return await call_run(run, task)
+        return await acall_run(run, task)
     call = current_call.get()
     if call is None or not call.served or not request.declares_extension(EXTENSION_ID):
-        return await call_run(run, InlineTask(request, call.tool if call is not None else None))
+        return await acall_run(run, InlineTask(request, call.tool if call is not None else None))
     return await call.plugin.create(request, call.tool, run, status_message)
 
 
@@ -476,11 +476,11 @@ def cancel_task(task: Task) -> None:
     if task.backend and not task.node:
         cancelled = operations.cancel_queued(task.id)  # no worker has it yet: it never starts
         if cancelled is not None:
-            async_to_sync(publish)(cancelled)
+            async_to_sync(apublish)(cancelled)
             return
     flagged = operations.request_cancel(task.id, None)
     if flagged is not None and flagged.status in ACTIVE and flagged.node:
-        async_to_sync(send_control)(flagged.node, str(task.id), "cancel")
+        async_to_sync(asend_control)(flagged.node, str(task.id), "cancel")
 
 
 async def acancel_task(task: Task) -> None:

@@ -31,9 +31,9 @@ from ..server.lifecycle import shutting_down
 from ..server.results import call_tool_result, exception_result
 from ..server.tools.definition import Tool
 from .conf import get_tasks_settings
-from .context import Run, RunningTask, call_run_within
+from .context import Run, RunningTask, acall_run_within
 from .models import Task, TaskStatus
-from .publishing import publish
+from .publishing import apublish
 from .store import TaskStore
 from .store.errors import lost_connection
 
@@ -107,7 +107,7 @@ class TaskRunner:
     async def _supervise(self, context: RunningTask, run: Run) -> None:
         # The run's own ORM calls get a thread of their own, whose connections are closed at the end.
         async with ThreadSensitiveContext() as thread_context:
-            work = asyncio.ensure_future(call_run_within(run, context, context.tool))
+            work = asyncio.ensure_future(acall_run_within(run, context, context.tool))
             context.work = work
             if context.cancelled:  # cancelled before it started
                 work.cancel()
@@ -118,7 +118,7 @@ class TaskRunner:
                     # Its outcome is recorded: no lease to renew, no control to take, while it is published.
                     self._running.pop(context.id, None)
                 if finished is not None:
-                    await publish(finished)
+                    await apublish(finished)
             finally:
                 self._supervisors.pop(context.id, None)
                 # Only a run that used its thread has connections there; asking an unused context to
@@ -130,7 +130,7 @@ class TaskRunner:
 
     async def _outcome(self, context: RunningTask, work: asyncio.Future[Any]) -> Task | None:
         """Record how the run ended (retrying while the database is down)."""
-        ending = await _ending(context, work)
+        ending = await _aending(context, work)
         if ending is None:
             return None
         status, fields = ending
@@ -183,7 +183,7 @@ class TaskRunner:
     async def deliver(self, task: Task, op: str) -> None:
         """Deliver ``cancel`` or ``input`` to whichever runner runs the task (``task.node``)."""
         if not self.act_here(str(task.id), op) and task.node:
-            await send_control(task.node, str(task.id), op)
+            await asend_control(task.node, str(task.id), op)
 
     async def control_ready(self) -> None:
         """Listen on this runner's control group; call before committing a row with this runner's node.
@@ -278,11 +278,11 @@ class TaskRunner:
         # before it could start the task (their lease is never renewed).
         if self.may_reap():
             for reaped in await self.store.areap_lapsed(list(self._running), OWNER_GONE):
-                await publish(reaped)
+                await apublish(reaped)
         queued_timeout = get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS
         if queued_timeout is not None:
             for stale in await self.store.afail_stale_queued(queued_timeout, NEVER_STARTED):
-                await publish(stale)
+                await apublish(stale)
 
     async def stop(self, grace_seconds: float = 0) -> None:
         """Shutdown: signal every task of this runner, give them ``grace_seconds``, then fail what is left."""
@@ -303,7 +303,7 @@ class TaskRunner:
                 background.cancel()
 
 
-async def send_control(node: str, task_id: str, op: str) -> None:
+async def asend_control(node: str, task_id: str, op: str) -> None:
     """Send ``cancel`` or ``input`` for a task to the runner ``node``, through the Channels layer."""
     layer = get_channel_layer()
     if layer is None:
@@ -322,7 +322,7 @@ def _completed(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return TaskStatus.COMPLETED, {"result": {**result, "resultType": "complete"}}
 
 
-async def _ending(context: RunningTask, work: asyncio.Future[Any]) -> tuple[str, dict[str, Any]] | None:
+async def _aending(context: RunningTask, work: asyncio.Future[Any]) -> tuple[str, dict[str, Any]] | None:
     """How the run ended, as the terminal status and its fields (compare-and-set later); None: nothing to record."""
     try:
         value = await work

@@ -52,7 +52,7 @@ def _reply_group(session: sessions.McpSession) -> str:
     return session.group + ".reply"
 
 
-async def deliver_reply(session: sessions.McpSession, message: dict[str, Any]) -> None:
+async def adeliver_reply(session: sessions.McpSession, message: dict[str, Any]) -> None:
     """Route a client's response to the handler waiting for it, in this process or another."""
     key = (session.id, str(message.get("id")))
     waiting = _pending.get(key)

@@ -39,7 +39,7 @@ from ..protocol.handshake import (
 from ..protocol.jsonrpc import LOG_LEVELS, RequestMeta, parse_message, readable_id
 from ..protocol.validation import Rejection, check_origin
 from ..server import telemetry
-from ..server.access import visible
+from ..server.access import avisible
 from ..server.context import McpRequest, needs_asgi, principal_digest
 from ..server.listen import CONTROL_TYPE, ListenStream, admit_stream
 from ..server.notify import has_channel_layer, resource_group
@@ -131,7 +131,7 @@ async def _aadmit(
             session = await asession_for(server, http_request, headers)
         except McpJsonRpcError as exc:
             raise Rejection(exc, None) from None
-        await asking.deliver_reply(session, obj)
+        await asking.adeliver_reply(session, obj)
         return accepted()
     try:
         message = parse_message(obj)
@@ -272,7 +272,7 @@ async def aserve_handshake_only(
     if not len(server.resources) or not has_channel_layer():
         raise method_not_found(method)
     found = server.resources.resolve(uri)
-    if found is None or not await visible(context, [found[0]]):  # one it may not see does not exist
+    if found is None or not await avisible(context, [found[0]]):  # one it may not see does not exist
         raise invalid_params(f"Resource not found: {uri}", {"uri": uri})
     subscribe = method == "resources/subscribe"
     if subscribe and uri not in session.subscriptions:

@@ -66,7 +66,7 @@ def atraced(server: McpServer, request: McpRequest, serve: Callable[[], Awaitabl
     def known(method: str, name: str) -> bool:
         return (server.tools if method == "tools/call" else server.prompts).get(name) is not None
 
-    return telemetry.traced(request, serve, known)
+    return telemetry.atraced(request, serve, known)
 
 
 async def arespond(request: McpRequest, outbox: Outbox, serve: Coroutine[Any, Any, Served]) -> HttpResponseBase:

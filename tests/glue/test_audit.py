@@ -160,5 +160,5 @@ async def test_what_waits_is_written_at_shutdown():
     from django_mcp import audit
 
     audit._pending.append(ToolCall(caller="x", server="s", tool="late", outcome="result", duration_ms=1))
-    await audit.flush(0)
+    await audit.aflush(0)
     assert [row.tool async for row in ToolCall.objects.all()] == ["late"] and not audit._pending

@@ -52,7 +52,7 @@ async def test_a_hanging_check_fails_within_its_timeout(async_client, monkeypatc
         await asyncio.sleep(30)
 
     monkeypatch.setattr(health, "CHECK_TIMEOUT_SECONDS", 0.2)
-    monkeypatch.setattr(health, "_channel_layer", hang)
+    monkeypatch.setattr(health, "_achannel_layer", hang)
     response = await async_client.get("/health/ready")
     assert response.status_code == 503
     assert json.loads(response.content)["checks"]["channel_layer"]["detail"] == "no answer within 0.2 s"

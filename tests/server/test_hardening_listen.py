@@ -729,7 +729,7 @@ async def test_releasing_the_request_thread_closes_its_database_connections_firs
     from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
     from django.db import connections
 
-    from django_mcp.server.listen.threads import _stream_end_executor, release_request_thread
+    from django_mcp.server.listen.threads import _stream_end_executor, arelease_request_thread
 
     def touch() -> Any:
         wrapper = connections["default"]  # this thread's own
@@ -741,7 +741,7 @@ async def test_releasing_the_request_thread_closes_its_database_connections_firs
         assert wrapper.connection is not None
         context = SyncToAsync.thread_sensitive_context.get()
         assert context in SyncToAsync.context_to_thread_executor
-        await release_request_thread()
+        await arelease_request_thread()
         assert wrapper.connection is None  # closed in its own thread, before that thread went
         assert SyncToAsync.context_to_thread_executor[context] is _stream_end_executor
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from django_mcp.models import Task
 from django_mcp.tasks.context import RunningTask
-from django_mcp.tasks.runner import send_control
+from django_mcp.tasks.runner import asend_control
 from tests.task_calls import create, get, owner_key, rpc, wait_for
 from tests.task_servers import stop_all_tasks, task_tools, tasks_server
 from tests.wire import post, request_body
@@ -266,7 +266,7 @@ async def test_a_cancel_between_the_commit_and_the_start_is_held_not_lost(async_
 
     async def create_then_cancel(**fields):
         task = await create_row(**fields)
-        await send_control(task.node, str(task.id), "cancel")  # as another worker would
+        await asend_control(task.node, str(task.id), "cancel")  # as another worker would
         for _ in range(100):
             if PLUGIN.runner._early.get(str(task.id)):
                 break
@@ -282,7 +282,7 @@ async def test_a_cancel_between_the_commit_and_the_start_is_held_not_lost(async_
 
 async def test_control_is_sent_to_the_runner_that_owns_the_task(async_client):
     sent = []
-    with mock.patch("django_mcp.tasks.runner.send_control", side_effect=lambda *a: sent.append(a)):
+    with mock.patch("django_mcp.tasks.runner.asend_control", side_effect=lambda *a: sent.append(a)):
         task = Task(id=uuid.uuid4(), node="another-process")
         await PLUGIN.runner.deliver(task, "cancel")
         await PLUGIN.runner.deliver(Task(id=uuid.uuid4(), node=""), "cancel")  # queued: nobody to tell

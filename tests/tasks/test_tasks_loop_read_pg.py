@@ -571,7 +571,7 @@ async def test_finish_goes_to_the_pool_while_the_connection_is_busy_or_failing()
     reader = await _opened()
     with (
         mock.patch.object(PLUGIN.store, "_afinish_in_threads", wraps=PLUGIN.store._afinish_in_threads) as pool,
-        mock.patch.object(loop_postgres, "_handed_over", side_effect=AssertionError("a final write waited")),
+        mock.patch.object(loop_postgres, "_ahanded_over", side_effect=AssertionError("a final write waited")),
     ):
         reader.busy = True  # a tasks/get of this loop is reading
         try:
@@ -628,11 +628,11 @@ async def test_a_connection_a_burst_left_idle_is_closed():
 
 async def test_a_statement_the_server_refuses_leaves_the_connection_in_use():
     reader = await _opened()
-    taken = await loop_postgres._take("default")
+    taken = await loop_postgres._atake("default")
     assert taken is not None
-    assert await loop_postgres._execute(*taken, "SELECT 1 / %s", (0,)) is USE_STORE  # division by zero
+    assert await loop_postgres._aexecute(*taken, "SELECT 1 / %s", (0,)) is USE_STORE  # division by zero
     assert _reader() is reader and not reader.link.closed and not reader.busy
-    assert await loop_postgres._execute(*taken, "SELECT %s::int + 1", (1,)) == (2,)
+    assert await loop_postgres._aexecute(*taken, "SELECT %s::int + 1", (1,)) == (2,)
 
 
 async def test_a_finish_cancelled_mid_statement_still_ends_the_task():
@@ -640,14 +640,14 @@ async def test_a_finish_cancelled_mid_statement_still_ends_the_task():
     task = await sync_to_async(_task)(status="working")
     await _opened()
     started, release = asyncio.Event(), asyncio.Event()
-    real = loop_postgres._execute
+    real = loop_postgres._aexecute
 
     async def held(*args):
         started.set()
         await release.wait()
         return await real(*args)
 
-    with mock.patch.object(loop_postgres, "_execute", held):
+    with mock.patch.object(loop_postgres, "_aexecute", held):
         finishing = asyncio.ensure_future(PLUGIN.store.afinish(task.id, "completed", result={"content": []}))
         await started.wait()
         finishing.cancel()

@@ -44,7 +44,7 @@ from ..notify import MESSAGE_TYPE, throttle
 from .fanout import Subscription, subscription_for
 from .layer_health import LayerUnavailable, LayerWatch
 from .limits import admitted_streams, open_streams, write_budget
-from .threads import release_request_thread
+from .threads import arelease_request_thread
 
 logger = logging.getLogger("django_mcp")
 
@@ -274,7 +274,7 @@ class ListenStream:
             for snapshot in self._snapshots:
                 for message in await snapshot():
                     yield sse.event(self._tag(message))
-            await release_request_thread()
+            await arelease_request_thread()
             if subscription is not None:
                 subscription.start()
             while True:

@@ -14,7 +14,7 @@ from ...compat import request_thread_executors
 logger = logging.getLogger("django_mcp")
 
 
-async def release_request_thread() -> None:
+async def arelease_request_thread() -> None:
     """Let go of the OS thread Django's ASGI handler keeps for this request while the stream is open.
 
     Django serves each request in an asgiref ``ThreadSensitiveContext``: the first sync call of the

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import invalid_params
-from ..access import log_refusal, visible
+from ..access import avisible, log_refusal
 from ..context import McpRequest
-from ..handlers import run_handler
+from ..handlers import arun_handler
 from ..params import GetPromptParams, ListParams
 from .definition import prompt_result
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 async def list_prompts(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:
     """``prompts/list``: one page of the prompts the user may get."""
-    shown = await visible(request, list(context.prompts))
+    shown = await avisible(request, list(context.prompts))
     return context.page(
         params, "prompts", [p.to_wire() for p in shown], per_user=any(p.permissions for p in context.prompts)
     )
@@ -27,11 +27,11 @@ async def get_prompt(context: ServerContext, request: McpRequest, params: GetPro
     """``prompts/get``: validated string arguments, then the handler's messages."""
     name = params.name
     found = context.prompts.get(name)
-    if found is not None and not await visible(request, [found]):
+    if found is not None and not await avisible(request, [found]):
         log_refusal(request, "prompt", name)
         found = None  # answered as for a prompt that does not exist
     if found is None:
         raise invalid_params(f"Unknown prompt: {name}", {"prompt": name})
     kwargs = found.validate_arguments(params.arguments)
-    value = await run_handler(f"Prompt {name!r}", found.handler, request, **kwargs)
+    value = await arun_handler(f"Prompt {name!r}", found.handler, request, **kwargs)
     return prompt_result(found, value)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import invalid_params
-from ..access import log_refusal, visible
+from ..access import avisible, log_refusal
 from ..context import McpRequest
-from ..handlers import run_handler
+from ..handlers import arun_handler
 from ..params import ListParams, ReadResourceParams
 from .definition import resource_contents
 
@@ -18,14 +18,14 @@ if TYPE_CHECKING:
 async def list_resources(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:
     """``resources/list``: one page of the static resources the user may read."""
     every = context.resources.static()
-    shown = await visible(request, every)
+    shown = await avisible(request, every)
     return context.page(params, "resources", [r.to_wire() for r in shown], per_user=any(r.permissions for r in every))
 
 
 async def list_resource_templates(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:
     """``resources/templates/list``: one page of the URI templates the user may read."""
     every = context.resources.templates()
-    shown = await visible(request, every)
+    shown = await avisible(request, every)
     wire = [t.to_wire() for t in shown]
     return context.page(params, "resourceTemplates", wire, per_user=any(r.permissions for r in every))
 
@@ -34,11 +34,11 @@ async def read_resource(context: ServerContext, request: McpRequest, params: Rea
     """``resources/read``: the static resource, else the first matching template; -32602 with ``data.uri`` if none."""
     uri = params.uri
     found = context.resources.resolve(uri)
-    if found is not None and not await visible(request, [found[0]]):
+    if found is not None and not await avisible(request, [found[0]]):
         log_refusal(request, "resource", uri)
         found = None  # answered as for a resource that does not exist
     if found is None:
         raise invalid_params(f"Resource not found: {uri}", {"uri": uri})
     item, variables = found
-    value = await run_handler(f"Resource {uri!r}", item.handler, request, **variables)
+    value = await arun_handler(f"Resource {uri!r}", item.handler, request, **variables)
     return {"contents": resource_contents(uri, item.mime_type, value), **context.cache_hints()}

@@ -12,13 +12,13 @@ from django.db import InterfaceError, OperationalError
 
 from ...protocol.errors import McpJsonRpcError, invalid_params
 from ...protocol.headers import check_param_headers
-from ..access import log_refusal, require_scopes, visible
+from ..access import avisible, log_refusal, require_scopes
 from ..context import McpRequest
 from ..extensions import ExtensionResult, ProceedToolCall
 from ..handlers import call_handler
 from ..mrtr import InputRequired
 from ..params import CallToolParams, ListParams
-from ..rates import enforce_tool_rate
+from ..rates import aenforce_tool_rate
 from ..results import call_tool_result, exception_result
 from ..signals import tool_called
 from .definition import Tool
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 async def list_tools(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:
     """``tools/list``: one page of tools, in registration order, with the extensions' metadata."""
     entries = []
-    shown = await visible(request, list(context.tools))
+    shown = await avisible(request, list(context.tools))
     for tool in shown:
         wire = tool.to_wire()
         for plugin in context.plugins:
@@ -42,19 +42,19 @@ async def list_tools(context: ServerContext, request: McpRequest, params: ListPa
 async def call_tool(context: ServerContext, request: McpRequest, params: CallToolParams) -> dict[str, Any]:
     """``tools/call``: routing headers, argument validation, the extensions' wrappers, then the handler."""
     tool = context.tools.get(params.name)
-    if tool is not None and not await visible(request, [tool]):
+    if tool is not None and not await avisible(request, [tool]):
         log_refusal(request, "tool", tool.name)
         tool = None  # answered as for a tool that does not exist
     if tool is None:
         raise invalid_params(f"Unknown tool: {params.name}", {"tool": params.name})
     require_scopes(request, tool.scopes)
     if tool.rate_limit is not None:
-        await enforce_tool_rate(request, tool.name, tool.rate_limit)
+        await aenforce_tool_rate(request, tool.name, tool.rate_limit)
     if not tool_called.receivers:
-        return await _call(tool, context, request, params)
+        return await _acall(tool, context, request, params)
     started, outcome = time.monotonic(), "refused"
     try:
-        result = await _call(tool, context, request, params)
+        result = await _acall(tool, context, request, params)
         outcome = "task" if result.get("resultType") == "task" else "error" if result.get("isError") else "result"
         return result
     except InputRequired:
@@ -70,7 +70,7 @@ async def call_tool(context: ServerContext, request: McpRequest, params: CallToo
         )
 
 
-async def _call(tool: Tool, context: ServerContext, request: McpRequest, params: CallToolParams) -> dict[str, Any]:
+async def _acall(tool: Tool, context: ServerContext, request: McpRequest, params: CallToolParams) -> dict[str, Any]:
     if tool.param_headers:
         arguments = params.arguments if isinstance(params.arguments, dict) else {}
         check_param_headers(tool.param_headers, arguments, request.headers)

@@ -150,7 +150,7 @@ async def aread_visible(task_id: Any, owner: str, only: tuple[str, ...] | None =
     pk = parse_id(task_id)
     if pk is None:
         return None
-    taken = await _take(router.db_for_read(Task), wait=True)
+    taken = await _atake(router.db_for_read(Task), wait=True)
     if taken is None:
         return USE_STORE
     database = taken[2].database
@@ -159,7 +159,7 @@ async def aread_visible(task_id: Any, owner: str, only: tuple[str, ...] | None =
     except BaseException:
         taken[0].release(taken[1], taken[2])  # taken, perhaps handed over: never left busy
         raise
-    found = await _execute(*taken, plan.sql, params)
+    found = await _aexecute(*taken, plan.sql, params)
     return found if found is USE_STORE else visible_row(database, plan, found)
 
 
@@ -170,7 +170,7 @@ async def aupdate_active(pk: Any, returning: tuple[str, ...] | None, values: dic
     connection is busy, opening or failing: the caller runs it in the store, where a statement that did
     commit before its connection failed finds the task no longer active (None), as a retry there would.
     """
-    taken = await _take(router.db_for_write(Task))
+    taken = await _atake(router.db_for_write(Task))
     if taken is None:
         return USE_STORE
     database = taken[2].database
@@ -181,13 +181,13 @@ async def aupdate_active(pk: Any, returning: tuple[str, ...] | None, values: dic
     # store thread would; the task's outcome is then recorded, only not published. The shield runs it
     # as a task of its own, from the next turn of the loop: taken now, so no request is handed it meanwhile.
     taken[2].busy = True
-    found = await asyncio.shield(_execute(*taken, sql, params))
+    found = await asyncio.shield(_aexecute(*taken, sql, params))
     if found is USE_STORE or found is None:
         return found
     return load_row(database, plan, found)
 
 
-async def _take(alias: str, *, wait: bool = False) -> tuple[_LoopReaders, str, _Reader] | None:
+async def _atake(alias: str, *, wait: bool = False) -> tuple[_LoopReaders, str, _Reader] | None:
     """One of this loop's connections to ``alias``, now the caller's (busy); or None: to the store.
 
     None when no connection is open yet (or every one failed), or when all are in use and ``wait`` is
@@ -224,16 +224,16 @@ async def _take(alias: str, *, wait: bool = False) -> tuple[_LoopReaders, str, _
     if not opening and len(readers) < limit and (loop_readers is None or now >= loop_readers.retry_at.get(alias, 0.0)):
         database = _readable(alias)
         if database is not None:
-            _open_soon(loop, loop_readers or await _new_loop_readers(loop), alias, database)
+            _open_soon(loop, loop_readers or await _anew_loop_readers(loop), alias, database)
     if not wait or loop_readers is None:
         return None
     if not any(reader.busy and not reader.opening for reader in loop_readers.readers.get(alias, ())):
         return None  # no statement in flight to end soon: no request waits for a connection to open
-    handed = await _handed_over(loop, loop_readers, alias)
+    handed = await _ahanded_over(loop, loop_readers, alias)
     return None if handed is None else (loop_readers, alias, handed)
 
 
-async def _handed_over(loop: asyncio.AbstractEventLoop, loop_readers: _LoopReaders, alias: str) -> _Reader | None:
+async def _ahanded_over(loop: asyncio.AbstractEventLoop, loop_readers: _LoopReaders, alias: str) -> _Reader | None:
     """The connection :meth:`_LoopReaders.release` hands this read within :data:`WAIT_SECONDS`, or None."""
     waiter: asyncio.Future[_Reader | None] = loop.create_future()
     waiting = loop_readers.waiting.setdefault(alias, deque())
@@ -258,7 +258,7 @@ def _give_up(waiter: asyncio.Future[_Reader | None]) -> None:
         waiter.set_result(None)  # to the store
 
 
-async def _execute(loop_readers: _LoopReaders, alias: str, reader: _Reader, sql: str, params: Any) -> Any:
+async def _aexecute(loop_readers: _LoopReaders, alias: str, reader: _Reader, sql: str, params: Any) -> Any:
     """The one row ``sql`` answers (or None), or :data:`USE_STORE` if the connection failed."""
     reader.busy = True
     try:
@@ -276,7 +276,7 @@ async def _execute(loop_readers: _LoopReaders, alias: str, reader: _Reader, sql:
         loop_readers.release(alias, reader)
 
 
-async def _new_loop_readers(loop: asyncio.AbstractEventLoop) -> _LoopReaders:
+async def _anew_loop_readers(loop: asyncio.AbstractEventLoop) -> _LoopReaders:
     for other in list(_loops):
         if other.is_closed():  # closed without shutting down its async generators
             others = _loops.pop(other, None)
@@ -297,7 +297,7 @@ def _open_soon(
         return
     reader = _Reader(database)  # busy while it opens
     loop_readers.readers.setdefault(alias, []).append(reader)
-    opening = loop.create_task(_open(loop_readers, alias, reader))
+    opening = loop.create_task(_aopen(loop_readers, alias, reader))
     loop_readers.opening.add(opening)
     opening.add_done_callback(loop_readers.opening.discard)
 
@@ -320,7 +320,7 @@ def _readable(alias: str) -> BaseDatabaseWrapper | None:
     return database
 
 
-async def _open(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None:
+async def _aopen(loop_readers: _LoopReaders, alias: str, reader: _Reader) -> None:
     """Connect ``reader`` as Django connects its own; forget it if it cannot be."""
     import psycopg
 
