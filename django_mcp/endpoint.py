@@ -148,7 +148,7 @@ class McpServer:
         """Whether ``view`` (a resolved URL's callback) is this server's endpoint."""
         return view in self._views
 
-    async def started(self) -> None:
+    async def astarted(self) -> None:
         """Run the extensions' startup hooks once, on the serving loop, before the first request is served."""
         loop = asyncio.get_running_loop()
         if self._started is None or self._started.get_loop() is not loop:

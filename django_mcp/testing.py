@@ -124,8 +124,10 @@ class McpClient:
             "capabilities": self.capabilities,
             "clientInfo": {"name": "django-mcp-testing", "version": "1"},
         }
-        response = await self._post({"jsonrpc": "2.0", "id": next(self._ids), "method": "initialize", "params": params})
-        result = await self._result(response)
+        response = await self._apost(
+            {"jsonrpc": "2.0", "id": next(self._ids), "method": "initialize", "params": params}
+        )
+        result = await self._aresult(response)
         self.session_id = response.headers["Mcp-Session-Id"]
         self.protocol_version = result["protocolVersion"]
         self.server_info = result
@@ -146,7 +148,7 @@ class McpClient:
             await self.aconnect()
         params = dict(params or {})
         while True:
-            result = await self._result(await self._post(self._body(method, params)))
+            result = await self._aresult(await self._apost(self._body(method, params)))
             if result.get("resultType") != "input_required" or self.answer is None:
                 return result
             answers = {
@@ -161,7 +163,7 @@ class McpClient:
         body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params:
             body["params"] = dict(params)
-        response = await self._post(body)
+        response = await self._apost(body)
         if response.status_code != 202:
             raise McpError(json.loads(response.content).get("error", {}), response.status_code)
 
@@ -228,14 +230,14 @@ class McpClient:
         the server ends the stream and frees its place (Django's test clients cannot disconnect).
         """
         body = self._body("subscriptions/listen", {"notifications": dict(notifications)})
-        communicator = ApplicationCommunicator(get_asgi_application(), self._scope(await self._headers(body)))
+        communicator = ApplicationCommunicator(get_asgi_application(), self._scope(await self._aheaders(body)))
         await communicator.send_input({"type": "http.request", "body": json.dumps(body).encode()})
         start = await communicator.receive_output(timeout=10)
-        chunks = self._chunks(communicator)
+        chunks = self._achunks(communicator)
         if start["status"] != 200:
             content = b"".join([chunk async for chunk in chunks])
             raise McpError(json.loads(content).get("error", {}), start["status"])
-        events = self._messages(chunks)
+        events = self._amessages(chunks)
         try:
             yield events
         finally:
@@ -256,11 +258,11 @@ class McpClient:
             params = {**params, "_meta": {**meta, **params.get("_meta", {})}}
         return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
 
-    async def _post(self, body: dict[str, Any]) -> Any:
-        headers = await self._headers(body)
+    async def _apost(self, body: dict[str, Any]) -> Any:
+        headers = await self._aheaders(body)
         return await self.client.post(self.path, json.dumps(body), content_type="application/json", headers=headers)
 
-    async def _headers(self, body: dict[str, Any]) -> dict[str, str]:
+    async def _aheaders(self, body: dict[str, Any]) -> dict[str, str]:
         """The HTTP headers a conforming client sends with ``body``."""
         headers = {"Accept": "application/json, text/event-stream", **self._session_headers(), **self.headers}
         method = body.get("method")
@@ -270,7 +272,7 @@ class McpClient:
             if name_param and isinstance(body["params"].get(name_param), str):
                 headers["Mcp-Name"] = _header_value(body["params"][name_param])
             if method == "tools/call":
-                headers.update(await self._param_headers(body["params"]["name"], body["params"]["arguments"]))
+                headers.update(await self._aparam_headers(body["params"]["name"], body["params"]["arguments"]))
         if self.modern and "MCP-Protocol-Version" not in headers:
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
@@ -298,7 +300,7 @@ class McpClient:
         }
 
     @staticmethod
-    async def _chunks(communicator: ApplicationCommunicator) -> AsyncIterator[bytes]:
+    async def _achunks(communicator: ApplicationCommunicator) -> AsyncIterator[bytes]:
         while True:
             message = await communicator.receive_output(timeout=None)
             yield message.get("body", b"")
@@ -310,7 +312,7 @@ class McpClient:
             return {}
         return {"Mcp-Session-Id": self.session_id, "MCP-Protocol-Version": self.protocol_version}
 
-    async def _param_headers(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, str]:
+    async def _aparam_headers(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, str]:
         """The ``Mcp-Param-*`` headers the tool's ``x-mcp-header`` arguments need (its schema read once)."""
         if self._tool_schemas is None:
             self._tool_schemas = {}  # set first: tools/list sends no tools/call
@@ -325,10 +327,10 @@ class McpClient:
                 headers[spec.header] = _header_value(text)
         return headers
 
-    async def _result(self, response: Any) -> dict[str, Any]:
+    async def _aresult(self, response: Any) -> dict[str, Any]:
         if response.streaming:
             message: dict[str, Any] = {}
-            async for message in self._messages(response.streaming_content):
+            async for message in self._amessages(response.streaming_content):
                 if "id" in message and ("result" in message or "error" in message):
                     break
         else:
@@ -338,7 +340,7 @@ class McpClient:
         result: dict[str, Any] = message["result"]
         return result
 
-    async def _messages(self, chunks: AsyncIterator[bytes]) -> AsyncGenerator[dict[str, Any], None]:
+    async def _amessages(self, chunks: AsyncIterator[bytes]) -> AsyncGenerator[dict[str, Any], None]:
         """The JSON-RPC messages of an SSE body; notifications are also kept, questions answered."""
         buffer = b""
         async for chunk in chunks:
@@ -350,18 +352,18 @@ class McpClient:
                     continue
                 message = json.loads(b"\n".join(data))
                 if "method" in message and "id" in message:  # the server asks (handshake era)
-                    await self._reply(message)
+                    await self._areply(message)
                     continue
                 if "method" in message:
                     self.notifications.append(message)
                 yield message
 
-    async def _reply(self, request: dict[str, Any]) -> None:
+    async def _areply(self, request: dict[str, Any]) -> None:
         try:
             reply: dict[str, Any] = {"result": await self._answer(request["method"], request.get("params", {}))}
         except McpError as refused:
             reply = {"error": {"code": refused.code, "message": refused.message}}
-        await self._post({"jsonrpc": "2.0", "id": request["id"], **reply})
+        await self._apost({"jsonrpc": "2.0", "id": request["id"], **reply})
 
     async def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if self.answer is None:

@@ -213,23 +213,23 @@ class Dispatcher:
             return bool(len(self.prompts) or self.resources.templates())
         return capability == "logging"
 
-    async def dispatch(self, request: McpRequest) -> dict[str, Any] | ListenStream:
+    async def adispatch(self, request: McpRequest) -> dict[str, Any] | ListenStream:
         """Serve one admitted request: a result, a listen stream, or ``McpJsonRpcError``."""
         if get_settings().RATE_LIMIT is not None:
             await aenforce_request_rate(request)
         core = CORE_METHODS.get(request.method)
         if core is None:
-            result = await self._serve_extension(request)
+            result = await self._aserve_extension(request)
             options = self._options(request)
         else:
             context = self.context_for(request)
-            result = await self._serve_core(core, context, request)
+            result = await self._aserve_core(core, context, request)
             options = context.options
         if isinstance(result, ListenStream):
             return result
         return finish_result(options, result)
 
-    async def _serve_core(self, core: CoreMethod, context: ServerContext, request: McpRequest) -> Any:
+    async def _aserve_core(self, core: CoreMethod, context: ServerContext, request: McpRequest) -> Any:
         if core.capability is not None and not self.serves(core.capability):
             raise method_not_found(request.method)
         params = parse_params(core.params_model, request.method, request.params)
@@ -240,7 +240,7 @@ class Dispatcher:
         except InputRequired as pending:
             return pending.to_result()
 
-    async def _serve_extension(self, request: McpRequest) -> Any:
+    async def _aserve_extension(self, request: McpRequest) -> Any:
         """An extension's method (``tasks/get`` …): its handler needs no :class:`ServerContext`, so none is built."""
         plugin, spec = self._extension_methods.get(request.method, (None, None))
         if plugin is None or spec is None or not _serves(plugin, request):

@@ -89,7 +89,7 @@ class Lifecycle:
                 loop = self.loop
                 if loop is not None and loop.is_running() and not self.stopping:
                     self.stopping = True
-                    done = asyncio.run_coroutine_threadsafe(self.graceful_shutdown(), loop)
+                    done = asyncio.run_coroutine_threadsafe(self.agraceful_shutdown(), loop)
                     with contextlib.suppress(Exception):
                         done.result(timeout=get_settings().SHUTDOWN_GRACE_SECONDS + 15)
                 _pass_on(previous, signum, frame)
@@ -97,11 +97,11 @@ class Lifecycle:
             signal.signal(sig, handler)
 
     def _start_graceful(self, previous: Any, signum: int) -> None:
-        task = asyncio.ensure_future(self.graceful_shutdown(previous, signum))
+        task = asyncio.ensure_future(self.agraceful_shutdown(previous, signum))
         self._graceful.add(task)
         task.add_done_callback(self._graceful.discard)
 
-    async def graceful_shutdown(self, previous: Any = None, signum: int | None = None) -> None:
+    async def agraceful_shutdown(self, previous: Any = None, signum: int | None = None) -> None:
         """Close listen streams, run the shutdown hooks within the grace period, then hand over to the server."""
         self.stopping = True
         grace = get_settings().SHUTDOWN_GRACE_SECONDS

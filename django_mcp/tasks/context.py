@@ -203,7 +203,7 @@ class RunningTask(TaskContext):
                 raise self._vanished()
             await apublish(task)
             retry: dict[str, tuple[str, InputRequest[Any]]] = {}
-            for wire_key, raw in (await self._collect(list(pending))).items():
+            for wire_key, raw in (await self._acollect(list(pending))).items():
                 key, request = pending[wire_key]
                 try:
                     answers[key] = request.parse(key, raw)
@@ -212,7 +212,7 @@ class RunningTask(TaskContext):
             pending = retry
         return answers
 
-    async def _collect(self, wire_keys: list[str]) -> dict[str, Any]:
+    async def _acollect(self, wire_keys: list[str]) -> dict[str, Any]:
         """Wait until every key is answered: woken by tasks/update (or the maintenance loop), then read the row."""
         collected: dict[str, Any] = {}
         if self._wake is None:

@@ -123,7 +123,7 @@ async def arun(task_id: str, namespace: str) -> str:
     plugin = find_plugin(namespace)
     runner = plugin.runner
     settings = get_tasks_settings()
-    await runner.control_ready()  # listening before the row names this runner
+    await runner.acontrol_ready()  # listening before the row names this runner
     runner.expect(task_id)
     try:
         return await _aclaim_and_run(task_id, namespace, plugin, settings.TASK_LEASE_SECONDS)
@@ -215,7 +215,7 @@ class _Graceful:
     def _stop(self, grace: float) -> None:
         if self.stopping is not None and grace > 0:
             return
-        self.stopping = self.loop.create_task(self.runner.stop(grace))
+        self.stopping = self.loop.create_task(self.runner.astop(grace))
 
 
 def _execute(task_id: str, namespace: str) -> str:

@@ -197,8 +197,8 @@ class McpTasks(ExtensionPlugin):
                 return await proceed(TaskRequest.of(request, task))
 
             status_message = tool.extension_options.get("task_status_message", "")
-            return await self.create(request, tool, body, status_message, backend=backend)
-        return await self._call_in_request(request, tool, proceed, served=creates)
+            return await self.acreate(request, tool, body, status_message, backend=backend)
+        return await self._acall_in_request(request, tool, proceed, served=creates)
 
     async def call_tool_unserved(self, request: McpRequest, tool: Tool, proceed: ProceedToolCall) -> Any:
         if tool.extension_options.get("task_support") == "required":
@@ -211,9 +211,9 @@ class McpTasks(ExtensionPlugin):
             raise missing_capability(
                 _REQUIRED, f"Tool {tool.name!r} runs only as a task: it needs {EXTENSION_ID} from {where}"
             )
-        return await self._call_in_request(request, tool, proceed, served=False)
+        return await self._acall_in_request(request, tool, proceed, served=False)
 
-    async def _call_in_request(self, request: McpRequest, tool: Tool, proceed: ProceedToolCall, served: bool) -> Any:
+    async def _acall_in_request(self, request: McpRequest, tool: Tool, proceed: ProceedToolCall, served: bool) -> Any:
         """The tool's body in the request, without a task: a task tool's ``request.task`` is None.
 
         ``served``: whether :func:`astart_task` may create a task for this call.
@@ -234,7 +234,7 @@ class McpTasks(ExtensionPlugin):
         visible = [str(t.id) for t in await self.store.awatch_many(ids, owner)]
 
         async def snapshot() -> list[dict[str, Any]]:
-            tasks = [await self._reap_if_orphaned(t) for t in await self.store.avisible_many(visible, owner)]
+            tasks = [await self._areap_if_orphaned(t) for t in await self.store.avisible_many(visible, owner)]
             return [notification("notifications/tasks", detailed_task(t)) for t in tasks]
 
         return ListenSubscription({"taskIds": visible}, tuple(task_group(i) for i in visible), snapshot)
@@ -251,7 +251,7 @@ class McpTasks(ExtensionPlugin):
     async def shutdown(self, grace_seconds: float) -> None:
         """Running tasks get ``grace_seconds`` (their signal is set), then what is left fails."""
         if self._runner is not None:
-            await self._runner.stop(grace_seconds)
+            await self._runner.astop(grace_seconds)
 
     # -- binding ---------------------------------------------------------------------------
 
@@ -270,14 +270,14 @@ class McpTasks(ExtensionPlugin):
         key = str(self._bind(request)) if self._bind is not None else request.principal_key
         return "sha256:" + principal_digest(self.namespace, key)
 
-    async def _visible(self, request: McpRequest, task_id: str, only: tuple[str, ...] | None = None) -> Task:
+    async def _avisible(self, request: McpRequest, task_id: str, only: tuple[str, ...] | None = None) -> Task:
         task = await self.store.avisible(task_id, self.owner_of(request), only)
         if task is None:
             # Unknown, expired and someone else's all read the same.
             raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
-        return await self._reap_if_orphaned(task)
+        return await self._areap_if_orphaned(task)
 
-    async def _reap_if_orphaned(self, task: Task) -> Task:
+    async def _areap_if_orphaned(self, task: Task) -> Task:
         """Fail an active task whose lease lapsed (its process died) as soon as someone touches it."""
         if (
             task.status in ACTIVE
@@ -296,10 +296,10 @@ class McpTasks(ExtensionPlugin):
     # -- methods -------------------------------------------------------------------------------
 
     async def _get(self, request: McpRequest, params: TaskIdParams) -> dict[str, Any]:
-        return detailed_task(await self._visible(request, params.taskId, _GET_FIELDS))
+        return detailed_task(await self._avisible(request, params.taskId, _GET_FIELDS))
 
     async def _update(self, request: McpRequest, params: UpdateParams) -> dict[str, Any]:
-        task = await self._visible(request, params.taskId)
+        task = await self._avisible(request, params.taskId)
         responses = params.inputResponses
         refuse_unstorable(responses, "inputResponses")
         for key, raw in responses.items():
@@ -315,11 +315,11 @@ class McpTasks(ExtensionPlugin):
             from .publishing import apublish
 
             await apublish(updated)
-            await self.runner.deliver(updated, "input")
+            await self.runner.adeliver(updated, "input")
         return {}
 
     async def _cancel(self, request: McpRequest, params: TaskIdParams) -> dict[str, Any]:
-        task = await self._visible(request, params.taskId)
+        task = await self._avisible(request, params.taskId)
         if task.status in ACTIVE and task.backend and not task.node:
             cancelled = await self.store.acancel_queued(task.id)  # no worker has it yet: it never starts
             if cancelled is not None:
@@ -331,12 +331,12 @@ class McpTasks(ExtensionPlugin):
         if task.status in ACTIVE:
             flagged = await self.store.arequest_cancel(task.id, None)
             if flagged is not None and flagged.status in ACTIVE:
-                await self.runner.deliver(flagged, "cancel")
+                await self.runner.adeliver(flagged, "cancel")
         return {}
 
     # -- creation -------------------------------------------------------------------------------
 
-    async def create(
+    async def acreate(
         self, request: McpRequest, tool: Tool, run: Run, status_message: str = "", backend: str | None = None
     ) -> ExtensionResult:
         """Commit a task for this ``tools/call``, start ``run`` on it, and return the handle to answer with.
@@ -358,7 +358,7 @@ class McpTasks(ExtensionPlugin):
         refuse_unstorable(request_meta, "the request's _meta (client capabilities and info)")
         task_id = new_task_id()
         if not backend:  # this runner runs it: listening for its control before the row exists
-            await self.runner.control_ready()
+            await self.runner.acontrol_ready()
             self.runner.expect(str(task_id))
         try:
             task = await self.store.acreate(
@@ -457,7 +457,7 @@ async def astart_task(request: McpRequest, *, run: Run, status_message: str = ""
     call = current_call.get()
     if call is None or not call.served or not request.declares_extension(EXTENSION_ID):
         return await acall_run(run, InlineTask(request, call.tool if call is not None else None))
-    return await call.plugin.create(request, call.tool, run, status_message)
+    return await call.plugin.acreate(request, call.tool, run, status_message)
 
 
 def start_task(request: McpRequest, *, run: Run, status_message: str = "") -> Any:

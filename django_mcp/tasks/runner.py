@@ -99,12 +99,12 @@ class TaskRunner:
         self._running[context.id] = context
         for op in self._early.pop(context.id, ()):
             self.act_here(context.id, op)
-        supervisor = loop.create_task(self._supervise(context, run), context=contextvars.Context())
+        supervisor = loop.create_task(self._asupervise(context, run), context=contextvars.Context())
         self._supervisors[context.id] = supervisor
         self.ensure_maintenance(loop)
         return supervisor
 
-    async def _supervise(self, context: RunningTask, run: Run) -> None:
+    async def _asupervise(self, context: RunningTask, run: Run) -> None:
         # The run's own ORM calls get a thread of their own, whose connections are closed at the end.
         async with ThreadSensitiveContext() as thread_context:
             work = asyncio.ensure_future(acall_run_within(run, context, context.tool))
@@ -113,7 +113,7 @@ class TaskRunner:
                 work.cancel()
             try:
                 try:
-                    finished = await self._outcome(context, work)
+                    finished = await self._aoutcome(context, work)
                 finally:
                     # Its outcome is recorded: no lease to renew, no control to take, while it is published.
                     self._running.pop(context.id, None)
@@ -128,7 +128,7 @@ class TaskRunner:
                     with contextlib.suppress(Exception):
                         await sync_to_async(connections.close_all)()
 
-    async def _outcome(self, context: RunningTask, work: asyncio.Future[Any]) -> Task | None:
+    async def _aoutcome(self, context: RunningTask, work: asyncio.Future[Any]) -> Task | None:
         """Record how the run ended (retrying while the database is down)."""
         ending = await _aending(context, work)
         if ending is None:
@@ -180,12 +180,12 @@ class TaskRunner:
             context.wake()
         return True
 
-    async def deliver(self, task: Task, op: str) -> None:
+    async def adeliver(self, task: Task, op: str) -> None:
         """Deliver ``cancel`` or ``input`` to whichever runner runs the task (``task.node``)."""
         if not self.act_here(str(task.id), op) and task.node:
             await asend_control(task.node, str(task.id), op)
 
-    async def control_ready(self) -> None:
+    async def acontrol_ready(self) -> None:
         """Listen on this runner's control group; call before committing a row with this runner's node.
 
         One channel and one group per runner, joined before any of its tasks exists, so no control
@@ -198,14 +198,14 @@ class TaskRunner:
         try:
             if self._channel is None or self._receiver is None or self._receiver.done():
                 self._channel, self._joined_at = await layer.new_channel(), None
-                self._receiver = loop.create_task(self._receive(layer, self._channel), context=contextvars.Context())
+                self._receiver = loop.create_task(self._areceive(layer, self._channel), context=contextvars.Context())
             if self._joined_at is None or loop.time() - self._joined_at > CONTROL_REJOIN_SECONDS:
                 await layer.group_add(control_group(self.node), self._channel)
                 self._joined_at = loop.time()
         except Exception:
             logger.warning("No task control channel; relying on the database", exc_info=True)
 
-    async def _receive(self, layer: Any, channel: str) -> None:
+    async def _areceive(self, layer: Any, channel: str) -> None:
         try:
             while True:
                 message = await layer.receive(channel)
@@ -222,7 +222,7 @@ class TaskRunner:
         """Start the maintenance loop on ``loop`` (the running one by default) unless it runs there."""
         loop = loop or asyncio.get_running_loop()
         if self._maintenance is None or self._maintenance.done() or self._maintenance.get_loop() is not loop:
-            self._maintenance = loop.create_task(self._maintain(), context=contextvars.Context())
+            self._maintenance = loop.create_task(self._amaintain(), context=contextvars.Context())
 
     def may_reap(self) -> bool:
         """Whether this process may fail tasks whose lease lapsed: not until it has reached the database
@@ -241,14 +241,14 @@ class TaskRunner:
         elif self._reachable_since is None:
             self._reachable_since = time.monotonic()
 
-    async def _maintain(self) -> None:
+    async def _amaintain(self) -> None:
         """Every renew interval: renew this runner's leases, pick up missed control, reap dead owners' tasks."""
         failures = 0
         while True:
             settings = get_tasks_settings()
             await asyncio.sleep(settings.TASK_LEASE_RENEW_SECONDS)
             try:
-                await self.maintain_once(settings.TASK_LEASE_SECONDS)
+                await self.amaintain_once(settings.TASK_LEASE_SECONDS)
                 failures = 0
                 self._database_reached(True)
             except asyncio.CancelledError:
@@ -260,9 +260,9 @@ class TaskRunner:
                 if failures == 1 or failures % 60 == 0:  # a bounded number of lines during an outage
                     logger.warning("Task maintenance failed (%d in a row): %s", failures, exc)
 
-    async def maintain_once(self, lease_seconds: float) -> None:
+    async def amaintain_once(self, lease_seconds: float) -> None:
         if self._running:
-            await self.control_ready()  # stays in its group while long tasks run
+            await self.acontrol_ready()  # stays in its group while long tasks run
             flagged, answered, vanished = await self.store.arenew_leases(list(self._running), lease_seconds)
             for task_id in vanished:  # deleted or finished elsewhere: stop the run, record nothing
                 context = self._running.get(task_id)
@@ -284,7 +284,7 @@ class TaskRunner:
             for stale in await self.store.afail_stale_queued(queued_timeout, NEVER_STARTED):
                 await apublish(stale)
 
-    async def stop(self, grace_seconds: float = 0) -> None:
+    async def astop(self, grace_seconds: float = 0) -> None:
         """Shutdown: signal every task of this runner, give them ``grace_seconds``, then fail what is left."""
         contexts = list(self._running.values())
         supervisors = list(self._supervisors.values())

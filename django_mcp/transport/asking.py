@@ -90,7 +90,7 @@ class ClientAsker:
                 try:
                     channel = await layer.new_channel()
                     await layer.group_add(_reply_group(self.session), channel)
-                    listener = asyncio.ensure_future(self._listen(layer, channel))
+                    listener = asyncio.ensure_future(self._alisten(layer, channel))
                 except Exception as exc:  # the layer down: a reply reaching this process is still found here
                     throttle.log(logger, logging.WARNING, "layer-ask", "Asking without the channel layer: %r", exc)
                     channel = None
@@ -124,7 +124,7 @@ class ClientAsker:
                     await layer.group_discard(_reply_group(self.session), channel)
         return answers
 
-    async def _listen(self, layer: Any, channel: str) -> None:
+    async def _alisten(self, layer: Any, channel: str) -> None:
         while True:
             message = await layer.receive(channel)
             if message.get("type") != REPLY_TYPE:

@@ -182,7 +182,7 @@ async def _aserve(server: McpServer, request: McpRequest, session: sessions.McpS
     async def aserve() -> dict[str, Any]:
         result = await aserve_handshake_only(server, request, session)
         if result is None:
-            served = await server.dispatcher.dispatch(request)
+            served = await server.dispatcher.adispatch(request)
             assert not isinstance(served, ListenStream)  # subscriptions/listen is refused in this era
             result = served
         return result
@@ -321,10 +321,10 @@ async def aserve_session_request(
     accept = headers.get("accept")
     if accept is not None and "text/event-stream" not in accept and "*/*" not in accept:
         raise McpJsonRpcError(INVALID_REQUEST, "Not acceptable: the GET stream is text/event-stream", http_status=406)
-    await server.started()
+    await server.astarted()
     stream = await _aopen_stream(server, http_request, headers)
     admit_stream(stream, limit_key(server, http_request))
-    return sse_response(stream.events())
+    return sse_response(stream.aevents())
 
 
 async def _aopen_stream(server: McpServer, http_request: HttpRequest, headers: Mapping[str, str]) -> ListenStream:

@@ -53,7 +53,7 @@ class Outbox:
 async def aensure_started(server: McpServer, request: McpRequest) -> None:
     """Start the server's extensions on this loop (ASGI); under WSGI their loops would end with the request."""
     if request.served_by_asgi:
-        await server.started()
+        await server.astarted()
     else:
         warn_wsgi_once()
 
@@ -89,7 +89,7 @@ async def arespond(request: McpRequest, outbox: Outbox, serve: Coroutine[Any, An
     if work.done() and outbox.queue is None:
         outcome = work.result()
         if isinstance(outcome, ListenStream):
-            return sse_response(outcome.events())
+            return sse_response(outcome.aevents())
         return json_response(*outcome)
     assert outbox.queue is not None  # woken by a message (the handler has not finished, or sent one first)
     return sse_response(_astream(outbox.queue, work))

@@ -45,4 +45,4 @@ async def aserve_post(
 
 async def _aserve(server: McpServer, request: McpRequest) -> Served:
     await aensure_started(server, request)
-    return await atraced(server, request, partial(server.dispatcher.dispatch, request))
+    return await atraced(server, request, partial(server.dispatcher.adispatch, request))

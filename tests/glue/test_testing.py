@@ -58,7 +58,7 @@ async def test_progress_notifications_are_kept():
     async with McpClient("/mcp") as mcp:
         body = mcp._body("tools/call", {"name": "progress_steps", "arguments": {"steps": 2}})
         body["params"]["_meta"]["progressToken"] = "t"
-        await mcp._result(await mcp._post(body))
+        await mcp._aresult(await mcp._apost(body))
     assert [n["params"]["progress"] for n in mcp.notifications] == [1, 2]
 
 

@@ -369,7 +369,7 @@ async def test_a_flood_of_list_changes_costs_one_write_and_never_overflows_the_q
     stream = ListenStream(
         "flood", {"toolsListChanged": True}, ["flood.group"], [], result_meta={}, keepalive_seconds=5, queue_size=2
     )
-    events = stream.events()
+    events = stream.aevents()
     assert b"acknowledged" in await anext(events)
     pending = asyncio.ensure_future(anext(events))  # starts the forwarder
     await asyncio.sleep(0.01)
@@ -397,11 +397,11 @@ async def test_the_write_budget_spreads_writes_over_time(settings):
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_WRITES_PER_SECOND": 100}
     budget = WriteBudget()
     started = time.monotonic()
-    await asyncio.gather(*(budget.take() for _ in range(105)))  # 5 at once (50 ms' worth), then 100 a second
+    await asyncio.gather(*(budget.atake() for _ in range(105)))  # 5 at once (50 ms' worth), then 100 a second
     assert 0.9 <= time.monotonic() - started < 2.5
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_WRITES_PER_SECOND": None}
     started = time.monotonic()
-    await asyncio.gather(*(WriteBudget().take() for _ in range(1000)))
+    await asyncio.gather(*(WriteBudget().atake() for _ in range(1000)))
     assert time.monotonic() - started < 0.5
 
 

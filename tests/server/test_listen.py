@@ -124,7 +124,7 @@ async def test_a_slow_client_is_closed_not_buffered():
     stream = ListenStream(
         "slow", {"toolsListChanged": True}, ["slow.group"], [], result_meta={}, keepalive_seconds=5, queue_size=2
     )
-    events = stream.events()
+    events = stream.aevents()
     assert b"acknowledged" in await anext(events)
     first = asyncio.ensure_future(anext(events))  # starts the forwarder, then waits for a message
     await asyncio.sleep(0.01)

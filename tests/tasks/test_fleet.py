@@ -74,7 +74,7 @@ async def test_a_task_tool_call_commits_a_queued_row_and_enqueues_a_job(async_cl
     assert (job.task_path, job.queue_name, job.backend_name) == ("django_mcp.tasks.fleet.run_mcp_task", "mcp", "fleet")
     assert job.args_kwargs["args"] == [str(task.id), NAMESPACE]
     # Nobody runs it: polling shows it queued, the lease reaper leaves it alone.
-    await plugin().runner.maintain_once(1.0)
+    await plugin().runner.amaintain_once(1.0)
     assert (await get(async_client, result["taskId"]))["statusMessage"] == "Queued for a worker"
 
 
@@ -249,9 +249,9 @@ async def test_a_task_no_worker_started_in_time_is_failed_by_the_web_maintenance
     old = timezone.now() - timedelta(seconds=700)
     await Task.objects.filter(pk=result["taskId"]).aupdate(created_at=old)
     with override_settings(DJANGO_MCP=_tasks_settings(TASK_QUEUED_TIMEOUT_SECONDS=None)):
-        await plugin().runner.maintain_once(1.0)
+        await plugin().runner.amaintain_once(1.0)
     assert (await row(result["taskId"])).status == "working"
-    await plugin().runner.maintain_once(1.0)  # the default: 600 s
+    await plugin().runner.amaintain_once(1.0)  # the default: 600 s
     task = await get(async_client, result["taskId"])
     assert task["status"] == "failed"
     assert task["statusMessage"] == "No worker started the task"

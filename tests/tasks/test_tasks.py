@@ -448,7 +448,7 @@ async def test_ttl_expiry_is_lazy_and_frees_the_cap(async_client):
 async def test_the_maintenance_loop_sweeps_expired_tasks_without_a_creation(async_client):
     ids = [(await create(async_client, "quick", path="/mcp-small/"))["taskId"] for _ in range(2)]
     await asyncio.sleep(1.6)
-    await small_server.extension_plugins[0].runner.maintain_once(lease_seconds=30)
+    await small_server.extension_plugins[0].runner.amaintain_once(lease_seconds=30)
     assert not await Task.objects.filter(pk__in=ids).aexists()
     assert (await TaskQuota.objects.aget(scope="mcp_small", owner="")).count == 0
 

@@ -173,7 +173,7 @@ async def test_listen_stream_whose_layer_fails_ends_with_an_error():
 
     layer = get_channel_layer()
     stream = ListenStream("broken", {}, ["broken.group"], [], result_meta={}, keepalive_seconds=5, queue_size=4)
-    events = stream.events()
+    events = stream.aevents()
     assert b"acknowledged" in await anext(events)
     with mock.patch.object(layer, "receive", side_effect=ConnectionError("redis went away")):
         rest = [chunk async for chunk in events]
@@ -237,7 +237,7 @@ async def test_a_dead_owner_is_found_without_a_reader_and_pushed():
     layer = get_channel_layer()
     channel = await layer.new_channel()
     await layer.group_add(task_group(str(task.pk)), channel)
-    await PLUGIN.runner.maintain_once(15)  # what every process with the plugin runs each renew interval
+    await PLUGIN.runner.amaintain_once(15)  # what every process with the plugin runs each renew interval
     await task.arefresh_from_db()
     assert task.status == "failed" and task.error["message"].startswith("Task owner stopped")
     pushed = await asyncio.wait_for(layer.receive(channel), 2)
@@ -284,8 +284,8 @@ async def test_control_is_sent_to_the_runner_that_owns_the_task(async_client):
     sent = []
     with mock.patch("django_mcp.tasks.runner.asend_control", side_effect=lambda *a: sent.append(a)):
         task = Task(id=uuid.uuid4(), node="another-process")
-        await PLUGIN.runner.deliver(task, "cancel")
-        await PLUGIN.runner.deliver(Task(id=uuid.uuid4(), node=""), "cancel")  # queued: nobody to tell
+        await PLUGIN.runner.adeliver(task, "cancel")
+        await PLUGIN.runner.adeliver(Task(id=uuid.uuid4(), node=""), "cancel")  # queued: nobody to tell
     assert sent == [("another-process", str(task.id), "cancel")]
 
 
@@ -302,7 +302,7 @@ async def test_a_row_of_this_runner_that_it_never_started_is_reaped_and_its_runn
         node=PLUGIN.runner.node,
         lease_expires_at=timezone.now() - timedelta(seconds=1),
     )
-    await PLUGIN.runner.maintain_once(15)
+    await PLUGIN.runner.amaintain_once(15)
     await orphan.arefresh_from_db()
     assert orphan.status == "failed" and orphan.error["message"].startswith("Task owner stopped")
     assert (await Task.objects.aget(pk=running)).status == "working"  # renewed by the same maintenance round
@@ -338,7 +338,7 @@ async def test_a_lapsed_lease_is_not_reaped_right_after_an_outage(async_client, 
     task = await lapsed_task_of_another_process()
     assert not runner_after_an_outage.may_reap()
     assert (await get(async_client, str(task.pk)))["result"]["status"] == "working"  # touched: not reaped
-    await runner_after_an_outage.maintain_once(0.6)  # the sweep holds off too
+    await runner_after_an_outage.amaintain_once(0.6)  # the sweep holds off too
     await task.arefresh_from_db()
     assert task.status == "working"
     # Its owner, alive, renews within a renew interval; one that does not is reaped a lease later.
@@ -353,7 +353,7 @@ async def test_maintenance_that_cannot_reach_the_database_holds_off_reaping(sett
     saved = runner._reachable_since
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LEASE_RENEW_SECONDS": 0.05, "TASK_LEASE_SECONDS": 0.6}
     calls = {"n": 0, "passed": 0}
-    real = runner.maintain_once
+    real = runner.amaintain_once
 
     async def down_then_up(lease_seconds):
         calls["n"] += 1
@@ -365,8 +365,8 @@ async def test_maintenance_that_cannot_reach_the_database_holds_off_reaping(sett
 
     try:
         assert runner.may_reap()  # never saw the database fail
-        with mock.patch.object(runner, "maintain_once", down_then_up):
-            loop_task = asyncio.ensure_future(runner._maintain())
+        with mock.patch.object(runner, "amaintain_once", down_then_up):
+            loop_task = asyncio.ensure_future(runner._amaintain())
             # A pass that returned: the loop notes it before it next yields.
             while calls["passed"] < 1:
                 await asyncio.sleep(0.02)

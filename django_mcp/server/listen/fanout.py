@@ -25,19 +25,19 @@ logger = logging.getLogger("django_mcp")
 class Subscription:
     """A stream's group memberships in the channel layer: joined, started, left."""
 
-    async def join(self, group: str) -> None:
+    async def ajoin(self, group: str) -> None:
         raise NotImplementedError
 
-    async def leave(self, group: str) -> None:
+    async def aleave(self, group: str) -> None:
         raise NotImplementedError
 
     def start(self) -> None:
         """Start handing messages to the stream (after its acknowledgement and snapshots)."""
 
-    async def close(self, joined: list[str]) -> None:
+    async def aclose(self, joined: list[str]) -> None:
         for group in joined:
             with contextlib.suppress(Exception):
-                await self.leave(group)
+                await self.aleave(group)
 
 
 def subscription_for(layer: Any, stream: ListenStream) -> Subscription:
@@ -55,21 +55,21 @@ class _OwnChannel(Subscription):
         self.channel: str | None = None
         self.reader: asyncio.Task[None] | None = None
 
-    async def join(self, group: str) -> None:
+    async def ajoin(self, group: str) -> None:
         if self.channel is None:
             self.channel = await self.layer.new_channel()
         await self.layer.group_add(group, self.channel)
 
-    async def leave(self, group: str) -> None:
+    async def aleave(self, group: str) -> None:
         if self.channel is not None:
             await self.layer.group_discard(group, self.channel)
 
     def start(self) -> None:
         if self.channel is not None:
-            self.reader = asyncio.ensure_future(self._read(self.channel))
+            self.reader = asyncio.ensure_future(self._aread(self.channel))
             self.reader.add_done_callback(self._reader_done)
 
-    async def _read(self, channel: str) -> None:
+    async def _aread(self, channel: str) -> None:
         while self.stream.on_layer_message(await self.layer.receive(channel)):
             pass
 
@@ -85,10 +85,10 @@ class _OwnChannel(Subscription):
             )
             self.stream.fail()
 
-    async def close(self, joined: list[str]) -> None:
+    async def aclose(self, joined: list[str]) -> None:
         if self.reader is not None:
             self.reader.cancel()
-        await super().close(joined)
+        await super().aclose(joined)
 
 
 class _Shared(Subscription):
@@ -97,11 +97,11 @@ class _Shared(Subscription):
     def __init__(self, fanout: Fanout, stream: ListenStream) -> None:
         self.fanout, self.stream = fanout, stream
 
-    async def join(self, group: str) -> None:
-        await self.fanout.join(group, self.stream)
+    async def ajoin(self, group: str) -> None:
+        await self.fanout.ajoin(group, self.stream)
 
-    async def leave(self, group: str) -> None:
-        await self.fanout.leave(group, self.stream)
+    async def aleave(self, group: str) -> None:
+        await self.fanout.aleave(group, self.stream)
 
 
 class _Group:
@@ -182,12 +182,12 @@ class Fanout:
         """How many (stream, group) memberships this loop's streams hold."""
         return sum(len(entry.streams) for entry in self.groups.values())
 
-    async def join(self, group: str, stream: ListenStream) -> None:
+    async def ajoin(self, group: str, stream: ListenStream) -> None:
         entry = self.groups.get(group)
         if entry is None:
             entry = self.groups[group] = _Group()
             # In a task of its own: a client that goes away meanwhile must not leave the others waiting.
-            entry.ready = asyncio.ensure_future(self._subscribe(group, entry))
+            entry.ready = asyncio.ensure_future(self._asubscribe(group, entry))
             entry.ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         assert entry.ready is not None
         await asyncio.shield(entry.ready)
@@ -195,7 +195,7 @@ class Fanout:
             raise LayerUnavailable("the channel layer failed; try again shortly")
         entry.streams.add(stream)
 
-    async def _subscribe(self, group: str, entry: _Group) -> None:
+    async def _asubscribe(self, group: str, entry: _Group) -> None:
         try:
             async with asyncio.timeout(get_settings().LISTEN_LAYER_TIMEOUT_SECONDS):
                 entry.channel = await self.layer.new_channel()
@@ -204,9 +204,9 @@ class Fanout:
             if self.groups.get(group) is entry:
                 del self.groups[group]
             raise
-        entry.reader = asyncio.ensure_future(self._read(group, entry))
+        entry.reader = asyncio.ensure_future(self._aread(group, entry))
 
-    async def leave(self, group: str, stream: ListenStream) -> None:
+    async def aleave(self, group: str, stream: ListenStream) -> None:
         entry = self.groups.get(group)
         if entry is None or stream not in entry.streams:  # (its entry failed and was replaced meanwhile)
             return
@@ -221,7 +221,7 @@ class Fanout:
                 async with asyncio.timeout(get_settings().LISTEN_LAYER_TIMEOUT_SECONDS):
                     await self.layer.group_discard(group, entry.channel)
 
-    async def _read(self, group: str, entry: _Group) -> None:
+    async def _aread(self, group: str, entry: _Group) -> None:
         assert entry.channel is not None
         try:
             while True:

@@ -69,14 +69,14 @@ class LayerWatch:
         self.streams.add(stream)
         self._hook_reconnects()
         if self._loop_task is None or self._loop_task.done():
-            self._loop_task = asyncio.ensure_future(self._run())
+            self._loop_task = asyncio.ensure_future(self._arun())
 
     def unregister(self, stream: ListenStream) -> None:
         self.streams.discard(stream)
 
-    async def ensure_healthy(self) -> None:
+    async def aensure_healthy(self) -> None:
         """Return if the layer passed its last check; else check it now (raises :class:`LayerUnavailable`)."""
-        if not self.healthy and not await self.probe():
+        if not self.healthy and not await self.aprobe():
             raise LayerUnavailable("the channel layer failed its check; try again shortly")
 
     def fail(self, reason: str, streams: list[ListenStream] | None = None, *, unhealthy: bool = True) -> None:
@@ -103,13 +103,13 @@ class LayerWatch:
 
     # -- probing
 
-    async def probe(self) -> bool:
+    async def aprobe(self) -> bool:
         """Send a probe through the layer and wait for it; one probe at a time per watch."""
         if self._probing is None or self._probing.done():
-            self._probing = asyncio.ensure_future(self._probe_once())
+            self._probing = asyncio.ensure_future(self._aprobe_once())
         return await asyncio.shield(self._probing)
 
-    async def _probe_once(self) -> bool:
+    async def _aprobe_once(self) -> bool:
         timeout = get_settings().LISTEN_LAYER_TIMEOUT_SECONDS
         token = uuid.uuid4().hex
         pong: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -118,7 +118,7 @@ class LayerWatch:
             async with asyncio.timeout(timeout):
                 if self._channel is None or self._reader is None or self._reader.done():
                     self._channel = await self.layer.new_channel()
-                    self._reader = asyncio.ensure_future(self._read_probes(self._channel))
+                    self._reader = asyncio.ensure_future(self._aread_probes(self._channel))
                 await self.layer.send(self._channel, {"type": PROBE_TYPE, "token": token})
                 await pong
         except Exception as exc:
@@ -135,7 +135,7 @@ class LayerWatch:
             throttle.recovered(logger, "layer", "The channel layer answers its checks again")
         return True
 
-    async def _read_probes(self, channel: str) -> None:
+    async def _aread_probes(self, channel: str) -> None:
         while True:
             message = await self.layer.receive(channel)
             if message.get("type") == PROBE_TYPE:
@@ -143,7 +143,7 @@ class LayerWatch:
                 if pong is not None and not pong.done():
                     pong.set_result(None)
 
-    async def _run(self) -> None:
+    async def _arun(self) -> None:
         """Probe every ``LISTEN_LAYER_CHECK_SECONDS`` (or when woken) while streams are open.
 
         The probe channel and its reader stay for the life of the watch (one per event loop): tearing
@@ -155,7 +155,7 @@ class LayerWatch:
                     await self._wake.wait()
             self._wake.clear()
             if self.streams:
-                await self.probe()
+                await self.aprobe()
 
     def stop(self) -> None:
         for task in (self._loop_task, self._reader):
@@ -181,7 +181,7 @@ class LayerWatch:
             self.fail(f"a notification could not be published ({type(exc).__name__})", streams, unhealthy=False)
         self.check_soon()
         if self._loop_task is None or self._loop_task.done():
-            self._loop_task = asyncio.ensure_future(self._run())
+            self._loop_task = asyncio.ensure_future(self._arun())
 
 
 def _publish_failed(group: str, exc: BaseException) -> None:

@@ -39,7 +39,7 @@ class WriteBudget:
         self._rate: float | None = None
         self._stamp = 0.0
 
-    async def take(self) -> None:
+    async def atake(self) -> None:
         rate = get_settings().LISTEN_WRITES_PER_SECOND
         if rate is None:
             return

@@ -181,12 +181,12 @@ class ListenStream:
                 self._ended.add(group)
             return self.deliver(message["message"])
         if kind == CONTROL_TYPE and self.handshake and self._subscription is not None:
-            task = asyncio.ensure_future(self._control(self._subscription, message))
+            task = asyncio.ensure_future(self._acontrol(self._subscription, message))
             self._controls.add(task)
             task.add_done_callback(self._controls.discard)
         return True
 
-    async def _control(self, subscription: Subscription, message: dict[str, Any]) -> None:
+    async def _acontrol(self, subscription: Subscription, message: dict[str, Any]) -> None:
         """A session's resources/subscribe or unsubscribe, told to its GET stream wherever it runs."""
         group = message.get("group")
         if not isinstance(group, str):
@@ -194,11 +194,11 @@ class ListenStream:
         async with self._control_lock:  # in the order they came
             try:
                 if message.get("op") == "join" and group not in self.joined:
-                    await subscription.join(group)
+                    await subscription.ajoin(group)
                     self.joined.append(group)
                 elif message.get("op") == "leave" and group in self.joined:
                     self.joined.remove(group)
-                    await subscription.leave(group)
+                    await subscription.aleave(group)
             except Exception as exc:  # the layer failed: this stream cannot follow its session any more
                 self.fail(f"the channel layer failed ({type(exc).__name__})")
 
@@ -227,7 +227,7 @@ class ListenStream:
             return self._unavailable(self._failed)
         return None if self.handshake else self._final()
 
-    async def events(self) -> AsyncIterator[bytes]:
+    async def aevents(self) -> AsyncIterator[bytes]:
         """The SSE body. Group memberships are released however the stream ends."""
         layer = get_channel_layer() if self.groups else None
         watch = LayerWatch.of(layer) if layer is not None else None
@@ -238,10 +238,10 @@ class ListenStream:
                 timeout = get_settings().LISTEN_LAYER_TIMEOUT_SECONDS
                 subscription = self._subscription = subscription_for(layer, self)
                 try:
-                    await watch.ensure_healthy()
+                    await watch.aensure_healthy()
                     for group in self.groups:
                         async with asyncio.timeout(timeout):
-                            await subscription.join(group)
+                            await subscription.ajoin(group)
                         self.joined.append(group)
                 except Exception as exc:
                     if isinstance(exc, LayerUnavailable):
@@ -285,7 +285,7 @@ class ListenStream:
                     yield sse.KEEPALIVE  # a half-open connection is only noticed on write
                     continue
                 if item is not _CLOSE:
-                    await write_budget.take()  # what arrives meanwhile joins this write
+                    await write_budget.atake()  # what arrives meanwhile joins this write
                     chunk, ends = self._batch(item)
                     if chunk:
                         yield chunk
@@ -304,7 +304,7 @@ class ListenStream:
                 task.cancel()
             if subscription is not None:
                 joined, self.joined = list(self.joined), []
-                await subscription.close(joined)
+                await subscription.aclose(joined)
 
     def _release(self) -> None:
         if self.principal is not None:
