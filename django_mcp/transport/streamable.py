@@ -45,4 +45,6 @@ async def aserve_post(
 
 async def _aserve(server: McpServer, request: McpRequest) -> Served:
     await aensure_started(server, request)
+    if not telemetry.active():  # no span: no partial to build on every request
+        return await server.dispatcher.adispatch(request)
     return await atraced(server, request, partial(server.dispatcher.adispatch, request))

@@ -17,6 +17,14 @@ GLUE_NAMING_TASKS = {
 }
 
 
+def resolved(node: ast.ImportFrom, package: str) -> str:
+    """The absolute name of the module ``node`` imports from (a relative import resolved against ``package``)."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join([*base, node.module] if node.module else base)
+
+
 def imported_modules(path: Path) -> set[str]:
     """Absolute names of every module ``path`` imports (relative imports resolved)."""
     package = ".".join(("django_mcp", *path.relative_to(PACKAGE).parent.parts))
@@ -25,11 +33,7 @@ def imported_modules(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                module = ".".join([*base, node.module] if node.module else base)
-            else:
-                module = node.module or ""
+            module = resolved(node, package)
             names.add(module)
             names.update(f"{module}.{alias.name}" for alias in node.names)
     return names
@@ -112,11 +116,7 @@ def runtime_imports(path: Path) -> set[str]:
             continue
         for node in ast.walk(statement) if isinstance(statement, ast.If | ast.Try) else [statement]:
             if isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    imported = ".".join([*base, node.module] if node.module else base)
-                else:
-                    imported = node.module or ""
+                imported = resolved(node, package)
                 submodules = {f"{imported}.{alias.name}" for alias in node.names} & ALL_MODULES
                 names.update(submodules or ({imported} & ALL_MODULES))
             elif isinstance(node, ast.Import):

@@ -376,3 +376,11 @@ async def test_the_enqueue_and_the_job_id_share_one_store_thread_and_connection(
     assert threads["enqueue"] == threads["set_job"] != threading.get_ident()
     task = await Task.objects.aget(pk=json.loads(response.content)["result"]["taskId"])
     assert task.job_id
+
+
+def test_a_worker_finds_the_plugin_by_its_servers_namespace_and_refuses_an_unknown_one():
+    plugin = fleet.find_plugin(NAMESPACE)
+    assert isinstance(plugin, McpTasks) and plugin in fleet_server.extension_plugins
+    assert plugin.tools is fleet_server.tools  # what install() was given: the worker runs the server's tools
+    with pytest.raises(LookupError, match="No McpTasks on a server named 'no-such-server'"):
+        fleet.find_plugin("no-such-server")
