@@ -66,3 +66,17 @@ def redis_subscriber_connections(layer: Any) -> list[Any]:
         if connection is not None and hasattr(connection, "register_connect_callback"):
             found.append(connection)
     return found
+
+
+def pool_idle_connections(pool: Any) -> list[Any]:
+    """The connections idle in a ``psycopg_pool.AsyncConnectionPool``, taken out of it.
+
+    ``close()`` needs the pool's event loop; when that loop has closed (or the process is ending) these
+    are closed without it, so that the server sees them go and a test database can be dropped.
+    """
+    idle = getattr(pool, "_pool", None)
+    if idle is None:
+        return []
+    taken = list(idle)
+    idle.clear()
+    return taken

@@ -72,3 +72,16 @@ def test_ninja_still_builds_a_scratch_response_the_view_overrides():
 
     assert "create_temporal_response" in vars(NinjaAPI)
     assert list(inspect.signature(NinjaAPI.create_temporal_response).parameters) == ["self", "request"]
+
+
+def test_psycopg_pool_still_keeps_its_idle_connections_in_a_deque():
+    from collections import deque
+
+    from psycopg_pool import AsyncConnectionPool
+
+    pool = AsyncConnectionPool("dbname=unused", min_size=1, open=False)
+    assert isinstance(pool._pool, deque)
+    idle = object()
+    pool._pool.append(idle)
+    assert compat.pool_idle_connections(pool) == [idle] and not pool._pool  # taken out, as close() does
+    assert compat.pool_idle_connections(object()) == []

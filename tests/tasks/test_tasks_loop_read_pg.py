@@ -1,13 +1,17 @@
-"""``tasks/get``'s read from the event loop on PostgreSQL: what it reads, its hand-overs, its connection's life."""
+"""``tasks/get``'s read from the event loop on PostgreSQL: what it reads, its pool's hand-overs and life."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import logging
 import os
 import time
 import uuid
+from collections.abc import AsyncIterator
 from datetime import timedelta
+from typing import Any
 from unittest import mock
 
 import psycopg
@@ -19,7 +23,6 @@ from django.db.backends.signals import connection_created
 from django.utils import timezone
 
 from django_mcp.models import Task
-from django_mcp.server.notify import throttle
 from django_mcp.tasks.plugin import _GET_FIELDS as GET_FIELDS
 from django_mcp.tasks.store import loop_postgres, operations
 from django_mcp.tasks.store.loop_postgres import aread_visible as read_visible
@@ -39,54 +42,61 @@ PLUGIN = tasks_server.extension_plugins[0]
 
 
 @pytest.fixture(autouse=True)
-def _fresh_readers(settings):
+def _fresh_pools(settings):
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_FAST_PATHS": True}  # what this module tests
     # Long enough that a hand-over the tests expect never times out on a slow machine (they patch it down
     # to see the time-out), and that a wait that should not happen would show.
     with mock.patch.object(loop_postgres, "WAIT_SECONDS", 5.0):
         yield
-    for loop_readers in list(loop_postgres._loops.values()):
-        loop_readers.close()
+    for loop_pools in list(loop_postgres._loops.values()):
+        loop_pools.close_idle()
     loop_postgres._loops.clear()
     loop_postgres._elsewhere.discard("default")
 
 
-def _loop_readers() -> loop_postgres._LoopReaders:
-    return loop_postgres._loops[asyncio.get_running_loop()]
+def _held() -> loop_postgres._DatabasePool:
+    return loop_postgres._loops[asyncio.get_running_loop()].pools["default"]
 
 
-def _reader() -> loop_postgres._Reader:
-    (reader,) = _loop_readers().readers["default"]  # one: a second opens only while the first is busy
-    return reader
+def _stats() -> dict[str, int]:
+    return _held().pool.get_stats()
 
 
-async def _opened() -> loop_postgres._Reader:
-    """The loop's reader, once its second read (the store answers both) has opened it in the background."""
+async def _opened() -> loop_postgres._DatabasePool:
+    """The loop's pool, once its second read (the store answers both) has opened it, with a connection ready."""
     for _ in range(2):
         assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-    await asyncio.gather(*_loop_readers().opening)
-    return _reader()
+    await _held().pool.wait(5)
+    assert _held().ready
+    return _held()
 
 
-async def _two_opened(task: Task) -> tuple[loop_postgres._Reader, loop_postgres._Reader]:
-    """The loop's first connection, and the second a read opened while the first was in use."""
-    first = await _opened()
-    first.busy = True
+async def _the_link() -> Any:
+    """The pool's one idle connection (taken and given back)."""
+    pool = _held().pool
+    link = await pool.getconn(1)
+    await pool.putconn(link)
+    return link
+
+
+@contextlib.asynccontextmanager
+async def _in_use() -> AsyncIterator[Any]:
+    """A connection taken as a read takes it: a statement of another request in flight."""
+    held = _held()
+    link = await held.pool.getconn(5)
+    held.in_use += 1
     try:
-        assert isinstance(await read_visible(str(task.id), OWNER), Task)  # opens a second, and is handed it
+        yield link
     finally:
-        first.busy = False
-    return first, _loop_readers().readers["default"][1]
+        await loop_postgres._agive_back(held, link)
 
 
-@contextlib.contextmanager
-def _receiver_if(connect: bool):
-    if connect:
-        connection_created.connect(_set_up)
-    try:
-        yield
-    finally:
-        connection_created.disconnect(_set_up)
+async def _until(condition) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("never came true")
 
 
 def _wrapper(**changes):
@@ -136,92 +146,86 @@ async def test_tasks_visible_reads_on_the_loop_without_the_store_threads():
         found = await PLUGIN.store.avisible(str(task.id), OWNER, GET_FIELDS)
         again = await PLUGIN.store.avisible(str(task.id), OWNER, GET_FIELDS)
     assert found is not None and again is not None and found.id == again.id == task.id
+    assert _held().in_use == 0 and _stats()["pool_available"] == 1
 
 
 async def test_reads_that_find_every_connection_in_use_are_handed_it_in_turn(settings):
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
     tasks = [await sync_to_async(_task)(status_message=str(n)) for n in range(3)]
-    reader = await _opened()
+    await _opened()
+    link = await _the_link()
     with mock.patch.object(PLUGIN.store, "_avisible_in_threads", side_effect=AssertionError("went to the pool")):
         found = await asyncio.gather(*(PLUGIN.store.avisible(str(t.id), OWNER) for t in tasks))
     assert [t.status_message for t in found] == ["0", "1", "2"]
-    assert _reader() is reader and not reader.busy and not _loop_readers().waiting["default"]
+    assert await _the_link() is link and _held().in_use == 0 and _stats()["pool_size"] == 1
 
 
 async def test_a_read_waits_for_a_connection_in_use_no_longer_than_wait_seconds(settings):
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
     task = await sync_to_async(_task)()
-    reader = await _opened()
-    reader.busy = True  # a statement stuck on a dropped network
-    try:
+    await _opened()
+    async with _in_use():  # a statement stuck on a dropped network
         with mock.patch.object(loop_postgres, "WAIT_SECONDS", 0.01):
             assert await read_visible(str(task.id), OWNER) is USE_STORE
             assert (await PLUGIN.store.avisible(str(task.id), OWNER)).id == task.id  # the store's threads answer
-    finally:
-        reader.busy = False
-    assert not _loop_readers().waiting["default"] and len(_loop_readers().readers["default"]) == 1
+    assert _held().in_use == 0 and _stats()["requests_waiting"] == 0 and _stats()["pool_size"] == 1
+
+
+async def test_a_read_finds_a_free_connection_at_once_when_none_is_in_use(settings):
+    """Only a connection in use is worth waiting for: with none in use the pool is replacing one."""
+    task = await sync_to_async(_task)()
+    await _opened()
+    async with _in_use() as link:
+        link.pgconn.finish()  # it broke; given back, the pool opens another in the background
+    with mock.patch.object(connections["default"].Database.AsyncConnection, "connect", side_effect=OSError("down")):
+        with mock.patch.object(loop_postgres, "NO_WAIT_SECONDS", 0.01):
+            assert await read_visible(str(task.id), OWNER) is USE_STORE  # did not wait WAIT_SECONDS
+    assert _held().in_use == 0
 
 
 async def test_a_read_with_a_misspelt_field_leaves_the_connection_it_was_handed_free(settings):
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
     task = await sync_to_async(_task)()
-    reader = await _opened()
-    reader.busy = True
-    misspelt = asyncio.ensure_future(read_visible(str(task.id), OWNER, ("stauts",)))
-    while not _loop_readers().waiting.get("default"):
-        await asyncio.sleep(0)
-    _loop_readers().release("default", reader)  # handed to the misspelt read
-    with pytest.raises(FieldDoesNotExist):
+    await _opened()
+    async with _in_use():
+        misspelt = asyncio.ensure_future(read_visible(str(task.id), OWNER, ("stauts",)))
+        await _until(lambda: _stats()["requests_waiting"])
+    with pytest.raises(FieldDoesNotExist):  # handed the connection, then refused by the model
         await misspelt
-    assert not reader.busy and isinstance(await read_visible(str(task.id), OWNER), Task)
+    assert _held().in_use == 0 and isinstance(await read_visible(str(task.id), OWNER), Task)
 
 
 async def test_a_read_cancelled_once_handed_a_connection_passes_it_on(settings):
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
     task = await sync_to_async(_task)()
-    reader = await _opened()
-    reader.busy = True
-    first, second = (asyncio.ensure_future(read_visible(str(task.id), OWNER)) for _ in range(2))
-    while len(_loop_readers().waiting.get("default", ())) < 2:
-        await asyncio.sleep(0)
-    _loop_readers().release("default", reader)  # the statement in flight ends: handed to the first
-    first.cancel()  # before the first has run again
-    with pytest.raises(asyncio.CancelledError):
-        await first
+    await _opened()
+    link = await _the_link()
+    async with _in_use():
+        first, second = (asyncio.ensure_future(read_visible(str(task.id), OWNER)) for _ in range(2))
+        await _until(lambda: _stats()["requests_waiting"] == 2)
+    first.cancel()  # handed the connection, before it has run again
+    # psycopg_pool lets a cancellation that comes after the hand-over go: the read ends as it would have.
+    (outcome,) = await asyncio.gather(first, return_exceptions=True)
+    assert isinstance(outcome, (Task, asyncio.CancelledError))
     assert isinstance(await second, Task) and (await second).id == task.id
-    assert not reader.busy and not reader.link.closed
-    reader.busy = True
-    waiting = asyncio.ensure_future(read_visible(str(task.id), OWNER))
-    while not _loop_readers().waiting.get("default"):
-        await asyncio.sleep(0)
-    _loop_readers().release("default", reader)
-    waiting.cancel()  # handed over, then cancelled, with nobody else waiting: free again
-    with pytest.raises(asyncio.CancelledError):
-        await waiting
-    assert not reader.busy and isinstance(await read_visible(str(task.id), OWNER), Task)
+    assert _held().in_use == 0 and not link.closed and await _the_link() is link
 
 
 async def test_while_every_connection_is_in_use_another_opens_up_to_the_setting(settings):
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 3}
     task = await sync_to_async(_task)()
-    readers = [await _opened()]
-    try:
+    await _opened()
+    async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(_in_use())  # a request of this loop is reading on it
+        with mock.patch.object(PLUGIN.store, "_avisible_in_threads", side_effect=AssertionError("to the pool")):
+            # Both wait: more connections open, and are handed to them.
+            found = await asyncio.gather(*(PLUGIN.store.avisible(str(task.id), OWNER) for _ in range(2)))
+        assert all(t.id == task.id for t in found) and _stats()["pool_size"] >= 2
         for _ in range(2):
-            readers[-1].busy = True  # a request of this loop is reading on each one so far
-            with mock.patch.object(PLUGIN.store, "_avisible_in_threads", side_effect=AssertionError("to the pool")):
-                # Both wait: one more connection opens (one at a time), is handed to the first, then the second.
-                found = await asyncio.gather(*(PLUGIN.store.avisible(str(task.id), OWNER) for _ in range(2)))
-            assert all(t.id == task.id for t in found) and not _loop_readers().opening
-            readers.append(_loop_readers().readers["default"][-1])
-            assert len(_loop_readers().readers["default"]) == len(readers) and not readers[-1].busy
-        assert len({id(reader.link) for reader in readers}) == 3
-        readers[-1].busy = True
+            await stack.enter_async_context(_in_use())
         with mock.patch.object(loop_postgres, "WAIT_SECONDS", 0.01):
             assert await read_visible(str(task.id), OWNER) is USE_STORE  # all in use, and three is the most
-        assert not _loop_readers().opening and len(_loop_readers().readers["default"]) == 3
-    finally:
-        for reader in readers:
-            reader.busy = False
+        assert _stats()["pool_size"] == 3
     assert isinstance(await read_visible(str(task.id), OWNER), Task)
 
 
@@ -231,26 +235,29 @@ async def test_no_loop_connection_with_the_setting_at_zero(settings):
     for _ in range(3):
         assert await read_visible(str(task.id), OWNER) is USE_STORE
     assert await PLUGIN.store.avisible(str(task.id), OWNER) is not None  # the store answers
-    assert not loop_postgres._loops.get(asyncio.get_running_loop(), loop_postgres._LoopReaders()).readers
+    assert asyncio.get_running_loop() not in loop_postgres._loops
 
 
-async def test_lowering_the_setting_closes_the_connections_beyond_it(settings):
+async def test_changing_the_setting_closes_the_pool_and_opens_one_of_the_new_size(settings):
     task = await sync_to_async(_task)()
-    first, second = await _two_opened(task)
+    old = await _opened()
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
-    assert isinstance(await read_visible(str(task.id), OWNER), Task)  # on the first
-    assert second.link.closed and _reader() is first
+    assert await read_visible(str(task.id), OWNER) is USE_STORE  # to the store while the new one opens
+    await _until(lambda: old.pool.closed)
+    await _held().pool.wait(5)
+    assert _held() is not old and _held().pool.max_size == 1
+    assert isinstance(await read_visible(str(task.id), OWNER), Task)
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 0}
     assert await read_visible(str(task.id), OWNER) is USE_STORE  # not handed out any more
-    assert not first.link.closed  # (closed with its loop, or once it has been idle too long)
 
 
 async def test_a_final_write_takes_its_connection_before_its_shielded_statement_starts(settings):
     """The shield starts the statement a turn of the loop later: no read may be handed the connection meanwhile."""
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
     tasks = [await sync_to_async(_task)(status="working") for _ in range(2)]
-    reader = await _opened()
-    execute, in_flight, most = reader.cursor.execute, 0, 0
+    await _opened()
+    link = await _the_link()
+    execute, in_flight, most = link.statements.execute, 0, 0
 
     async def counted(*args, **kwargs):
         nonlocal in_flight, most
@@ -262,7 +269,7 @@ async def test_a_final_write_takes_its_connection_before_its_shielded_statement_
             in_flight -= 1
 
     with (
-        mock.patch.object(reader.cursor, "execute", side_effect=counted),
+        mock.patch.object(link.statements, "execute", side_effect=counted),
         mock.patch.object(PLUGIN.store, "_avisible_in_threads", side_effect=AssertionError("read in the pool")),
         mock.patch.object(PLUGIN.store, "_afinish_in_threads", side_effect=AssertionError("written in the pool")),
     ):
@@ -271,56 +278,94 @@ async def test_a_final_write_takes_its_connection_before_its_shielded_statement_
         )
     assert finished.status == "completed" and read is not None and read.id == tasks[1].id
     assert most == 1  # the read waited for the write's statement to end, and was handed the connection
-    assert _loop_readers().readers["default"] == [reader] and not reader.busy
+    assert _held().in_use == 0 and await _the_link() is link
 
 
-async def test_a_failing_connection_is_dropped_and_opened_again():
+async def test_a_failing_connection_is_dropped_and_another_opened():
     task = await sync_to_async(_task)()
-    broken = (await _opened()).link
+    await _opened()
+    broken = await _the_link()
     broken.pgconn.finish()  # the server went away
     assert await read_visible(str(task.id), OWNER) is USE_STORE
-    assert "default" not in _loop_readers().readers
-    assert (await _opened()).link is not broken
+    await _held().pool.wait(5)
+    assert await _the_link() is not broken
     again = await read_visible(str(task.id), OWNER)
-    assert isinstance(again, Task) and again.id == task.id and not _reader().link.closed
+    assert isinstance(again, Task) and again.id == task.id
 
 
 async def test_a_read_cancelled_mid_query_drops_the_connection():
     task = await sync_to_async(_task)()
-    reader = await _opened()
-    link = reader.link
-    with mock.patch.object(reader.cursor, "execute", side_effect=asyncio.CancelledError):
+    await _opened()
+    link = await _the_link()
+    with mock.patch.object(link.statements, "execute", side_effect=asyncio.CancelledError):
         with pytest.raises(asyncio.CancelledError):
             await read_visible(str(task.id), OWNER)
-    assert link.closed and "default" not in _loop_readers().readers
+    assert link.closed and _held().in_use == 0
+    await _held().pool.wait(5)
+    assert await _the_link() is not link
 
 
 async def test_every_statement_goes_through_the_connections_one_cursor():
     task = await sync_to_async(_task)(status="working")
-    reader = await _opened()
-    with mock.patch.object(reader.link, "cursor", side_effect=AssertionError("a cursor per statement")):
+    await _opened()
+    link = await _the_link()
+    with mock.patch.object(link, "cursor", side_effect=AssertionError("a cursor per statement")):
         assert isinstance(await read_visible(str(task.id), OWNER), Task)
         assert (await PLUGIN.store.afinish(task.id, "completed")).status == "completed"
         assert isinstance(await read_visible(str(task.id), OWNER), Task)
 
 
-async def test_the_connection_has_djangos_time_zone():
-    link = (await _opened()).link
-    shown = await (await link.execute("SHOW TimeZone")).fetchone()
+async def test_the_connection_is_in_autocommit_with_djangos_time_zone():
+    await _opened()
+    async with _in_use() as link:
+        shown = await (await link.execute("SHOW TimeZone")).fetchone()
+        assert link.autocommit
     assert shown == (connections["default"].timezone_name,)
 
 
 async def test_a_read_in_flight_when_its_loop_shuts_down_ends_then_closes_the_connection():
     task = await sync_to_async(_task)()
-    reader = await _opened()
-    read = asyncio.ensure_future(read_visible(str(task.id), OWNER))
-    while not reader.busy:  # until it waits for the database
-        await asyncio.sleep(0)
-    _loop_readers().close()  # what the closer does at loop.shutdown_asyncgens()
-    assert not reader.link.closed and "default" not in _loop_readers().readers
-    found = await read
+    await _opened()
+    link = await _the_link()
+    execute, sent, answer = link.statements.execute, asyncio.Event(), asyncio.Event()
+
+    async def slow(*args, **kwargs):
+        sent.set()
+        await answer.wait()
+        return await execute(*args, **kwargs)
+
+    with mock.patch.object(link.statements, "execute", side_effect=slow):
+        read = asyncio.ensure_future(read_visible(str(task.id), OWNER))
+        await sent.wait()  # it waits for the database
+        loop_pools = loop_postgres._loops[asyncio.get_running_loop()]
+        await loop_pools.aclose()  # what the closers do when the loop ends
+        assert not link.closed and not loop_pools.pools
+        answer.set()
+        found = await read
     assert isinstance(found, Task) and found.id == task.id
-    assert reader.link.closed
+    assert link.closed
+
+
+def test_a_loop_ending_while_a_connection_opens_ends_and_leaves_no_task():
+    """psycopg_pool's worker swallows the cancellation of its connection attempt; the loop still ends."""
+    never = asyncio.Event()
+
+    async def hanging_connect(*args, **kwargs):
+        await never.wait()  # a database that never answers
+
+    async def main() -> loop_postgres._LoopPools:
+        for _ in range(2):
+            assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+        await asyncio.sleep(0.05)  # the pool's worker is connecting
+        return loop_postgres._loops[asyncio.get_running_loop()]
+
+    with mock.patch("psycopg.AsyncConnection.connect", side_effect=hanging_connect):
+        runner = asyncio.Runner()
+        loop_pools = runner.run(main())
+        (held,) = loop_pools.pools.values()
+        runner.close()  # cancels what is left, waits for it (forever, without the closer), then closes
+    assert held.pool.closed and not loop_pools.pools and loop_pools.loop.is_closed()
+    assert loop_pools.loop not in loop_postgres._loops
 
 
 async def test_a_connection_that_opens_after_its_loop_shut_down_is_closed():
@@ -336,115 +381,43 @@ async def test_a_connection_that_opens_after_its_loop_shut_down_is_closed():
     with mock.patch("psycopg.AsyncConnection.connect", side_effect=late_connect):
         for _ in range(2):
             assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-        _loop_readers().close()  # the loop shuts down while it opens
+        loop_pools = loop_postgres._loops[asyncio.get_running_loop()]
+        (held,) = loop_pools.pools.values()
+        closing = asyncio.ensure_future(loop_pools.aclose())  # the loop shuts down while it opens
+        await asyncio.sleep(0.05)
         release.set()
-        await asyncio.gather(*_loop_readers().opening)
-    assert opened and opened[0].closed and not _loop_readers().readers
-
-
-async def test_an_open_cancelled_with_its_loop_forgets_its_reader():
-    never = asyncio.Event()
-
-    async def hanging_connect(*args, **kwargs):
-        await never.wait()
-
-    with mock.patch("psycopg.AsyncConnection.connect", side_effect=hanging_connect):
-        for _ in range(2):
-            assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-        (opening,) = _loop_readers().opening
-        await asyncio.sleep(0)  # it is connecting
-        assert _reader().busy
-        opening.cancel()  # as asyncio.run cancels what is left when its loop ends
-        with pytest.raises(asyncio.CancelledError):
-            await opening
-    assert not _loop_readers().readers and "default" not in loop_postgres._elsewhere
-
-
-async def test_an_open_cancelled_mid_handshake_closes_its_socket_while_its_task_is_kept():
-    """A cancelled open leaves no socket behind, though its task keeps the exception until someone retrieves it."""
-    from django.db.backends.postgresql.base import DatabaseWrapper as PostgresDatabase
-
-    greeted: asyncio.Queue[asyncio.StreamReader] = asyncio.Queue()
-    writers: list[asyncio.StreamWriter] = []
-
-    async def silent(stream: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writers.append(writer)
-        await stream.read(1)  # the client's first packet (SSL or startup request): never answered
-        greeted.put_nowait(stream)
-
-    server = await asyncio.start_server(silent, "127.0.0.1", 0)
-    real = PostgresDatabase.get_connection_params
-
-    def to_the_silent_server(database: PostgresDatabase) -> dict:
-        return {**real(database), "host": "127.0.0.1", "port": server.sockets[0].getsockname()[1]}
-
-    try:
-        with mock.patch.object(PostgresDatabase, "get_connection_params", to_the_silent_server):
-            for _ in range(2):
-                assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-            (opening,) = _loop_readers().opening
-            stream = await asyncio.wait_for(greeted.get(), 5)  # psycopg now waits for the answer
-            opening.cancel()
-            await asyncio.wait([opening])  # not awaited itself: that would take its exception away
-        assert opening.cancelled() and not _loop_readers().readers
-        # The client's end is closed, with the task and its exception still here: the server reads to the end.
-        await asyncio.wait_for(stream.read(), 5)  # a time-out while it is still open
-        assert stream.at_eof()
-    finally:
-        loop_readers = loop_postgres._loops.get(asyncio.get_running_loop())
-        for left in loop_readers.opening if loop_readers else ():  # after a failure: not left connecting
-            left.cancel()
-        for writer in writers:
-            writer.close()  # the server's end (3.12's Server.wait_closed waits for it)
-        server.close()
-        await server.wait_closed()
+        await closing
+        await _until(lambda: opened and opened[0].closed)
+    assert held.pool.closed
 
 
 def test_a_loop_made_for_one_call_never_opens_a_connection():
     task = _task()
 
     async def one_call():
-        found = await read_visible(str(task.id), OWNER)
-        return found, {**_loop_readers().readers}, {*_loop_readers().opening}
+        return await read_visible(str(task.id), OWNER), asyncio.get_running_loop() in loop_postgres._loops
 
     for _ in range(3):  # as async_to_sync serves each request under WSGI
-        assert asyncio.run(one_call()) == (USE_STORE, {}, set())
+        assert asyncio.run(one_call()) == (USE_STORE, False)
     assert not loop_postgres._loops  # nothing left behind either
 
 
-async def test_a_database_that_cannot_be_reached_is_left_to_the_store_and_tried_again_a_second_later(caplog):
-    throttle.reset()
-    with mock.patch.object(connections, "create_connection", return_value=_wrapper(PORT="1")) as create:
+async def test_a_database_that_cannot_be_reached_is_left_to_the_store_and_the_pool_tries_again(caplog):
+    with mock.patch.object(connections, "create_connection", return_value=_wrapper(PORT="1")):
         for _ in range(2):
             assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-        await asyncio.gather(*_loop_readers().opening)
-        assert not _loop_readers().readers  # refused: forgotten
-        (logged,) = [r for r in caplog.records if r.name == "django_mcp.tasks"]
-        assert (
-            logged.levelname == "WARNING" and "Could not open an event loop connection to 'default'" in logged.message
-        )
+        await _until(lambda: _stats().get("connections_errors"))
         assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-        assert create.call_count == 2  # not tried again at once
-        _loop_readers().retry_at["default"] -= loop_postgres.RETRY_SECONDS
-        assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-        await asyncio.gather(*_loop_readers().opening)
-        assert create.call_count == 3  # tried again, not remembered as another backend
-        wait = _loop_readers().retry_at["default"] - time.monotonic()
-        assert loop_postgres.RETRY_SECONDS < wait <= 2 * loop_postgres.RETRY_SECONDS  # twice as long
-    assert "default" not in loop_postgres._elsewhere
-    assert len([r for r in caplog.records if r.name == "django_mcp.tasks"]) == 1  # the repeat is held back
-    _loop_readers().retry_at.clear()
-    await _opened()
-    assert "Event loop connection to 'default' opened (after 2 failure(s))" in caplog.records[-1].message
+        assert not _held().ready and "default" not in loop_postgres._elsewhere
+    (logged, *_) = [r for r in caplog.records if r.name == "psycopg.pool"]
+    assert logged.levelno == logging.WARNING and "error connecting in 'django_mcp.tasks.default'" in logged.message
 
 
 async def test_a_loop_psycopg_cannot_run_on_leaves_every_read_to_the_store():
-    refused = psycopg.InterfaceError("Psycopg cannot use the 'ProactorEventLoop' to run in async mode")
-    with mock.patch("psycopg.AsyncConnection.connect", side_effect=refused):
+    with mock.patch.object(asyncio, "ProactorEventLoop", type(asyncio.get_running_loop()), create=True):
         for _ in range(2):
             assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-        await asyncio.gather(*_loop_readers().opening)
-    assert "default" in loop_postgres._elsewhere and not _loop_readers().readers
+    assert "default" in loop_postgres._elsewhere and asyncio.get_running_loop() not in loop_postgres._loops
 
 
 async def test_no_request_waits_for_the_connection_to_open():
@@ -455,19 +428,28 @@ async def test_no_request_waits_for_the_connection_to_open():
         await give_up.wait()  # a database that takes its time (or never answers)
         raise OSError("gave up")
 
-    with mock.patch("psycopg.AsyncConnection.connect", side_effect=slow_connect):
+    with mock.patch("psycopg.AsyncConnection.connect", side_effect=slow_connect) as connect:
         started = time.perf_counter()
         found = [await PLUGIN.store.avisible(str(task.id), OWNER) for _ in range(3)]
         assert time.perf_counter() - started < 2
         assert all(t is not None and t.id == task.id for t in found)  # through the store
-        assert len(_loop_readers().opening) == 1  # one attempt, in the background
+        assert connect.call_count == 1  # one attempt, in the background
         give_up.set()
-        await asyncio.gather(*_loop_readers().opening)
-    assert not _loop_readers().readers
+    assert not _held().ready
 
 
 def _set_up(sender, connection, **kwargs):
     """A project's ``connection_created`` receiver (a search_path, a statement_timeout …)."""
+
+
+@contextlib.contextmanager
+def _receiver_if(connect: bool):
+    if connect:
+        connection_created.connect(_set_up)
+    try:
+        yield
+    finally:
+        connection_created.disconnect(_set_up)
 
 
 async def test_a_subclass_an_assumed_role_or_a_connection_set_up_by_the_project_is_left_to_the_store():
@@ -477,30 +459,32 @@ async def test_a_subclass_an_assumed_role_or_a_connection_set_up_by_the_project_
     databases = [Spatial(connections["default"].settings_dict, "default"), _wrapper(OPTIONS={"assume_role": "x"})]
     for database in [*databases, _wrapper()]:
         loop_postgres._elsewhere.discard("default")
+        loop_postgres._read_once.clear()
         with (
             mock.patch.object(connections, "create_connection", return_value=database) as create,
             _receiver_if(database not in databases),
         ):
-            assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-            assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
+            for _ in range(3):
+                assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
         assert create.call_count == 1  # decided once, not per read
         assert asyncio.get_running_loop() not in loop_postgres._loops  # nothing opened, nothing kept
         assert "default" in loop_postgres._elsewhere
 
 
-async def test_a_renamed_database_gets_a_connection_of_its_own():
+async def test_a_renamed_database_gets_a_pool_of_its_own():
     task = await sync_to_async(_task)()
-    reader = await _opened()
-    first = reader.link
-    with mock.patch.dict(reader.database.settings_dict, {"NAME": "no_such_database_here"}):
+    first = await _opened()
+    with mock.patch.dict(first.database.settings_dict, {"NAME": "no_such_database_here"}):
         with mock.patch.object(connections, "create_connection", return_value=_wrapper(NAME="no_such_database_here")):
             assert await read_visible(str(task.id), OWNER) is USE_STORE  # closes it, opens one there
-            assert first.closed and [reader.link for reader in _loop_readers().readers["default"]] == [None]
-            await asyncio.gather(*_loop_readers().opening)  # no such database: refused
-    assert not _loop_readers().readers
-    _loop_readers().retry_at.clear()
-    assert (await _opened()).link is not first
+            renamed = _held()
+            assert renamed is not first and renamed.name == "no_such_database_here"
+            await _until(lambda: first.pool.closed)
+            assert await read_visible(str(task.id), OWNER) is USE_STORE  # no such database: never ready
+    assert await read_visible(str(task.id), OWNER) is USE_STORE  # renamed back: another pool
+    await _held().pool.wait(5)
     assert isinstance(await read_visible(str(task.id), OWNER), Task)
+    await _until(lambda: renamed.pool.closed)
 
 
 def _read_on(loop: asyncio.AbstractEventLoop, task_id: str):
@@ -508,7 +492,7 @@ def _read_on(loop: asyncio.AbstractEventLoop, task_id: str):
         if asyncio.get_running_loop() not in loop_postgres._loops:
             await _opened()
         found = await read_visible(task_id, OWNER)
-        return found, _reader().link
+        return found, await _the_link()
 
     return loop.run_until_complete(read())
 
@@ -518,33 +502,38 @@ def test_the_connection_is_closed_when_its_loop_shuts_down():
     with asyncio.Runner() as runner:  # as asyncio.run, uvicorn and pytest-asyncio end a loop
         found, link = _read_on(runner.get_loop(), str(task.id))
         assert isinstance(found, Task) and not link.closed
-    assert link.closed
+    assert link.closed and not loop_postgres._loops
 
 
+# The pool's worker tasks are left pending on the closed loop: collected, they say so.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_loop_closed_without_shutting_down_has_its_connection_closed_by_the_next_loop():
     task = _task()
     first = asyncio.new_event_loop()
     _, first_link = _read_on(first, str(task.id))
-    first.close()  # its async generators never shut down
+    first.close()  # its tasks never cancelled, its async generators never shut down
     with asyncio.Runner() as runner:
         _, second_link = _read_on(runner.get_loop(), str(task.id))
         assert first_link.closed and not second_link.closed
         assert first not in loop_postgres._loops  # forgotten, not kept alive
     assert second_link.closed and not loop_postgres._loops
+    del first
+    gc.collect()  # here, not in another test
 
 
-def test_each_loop_reads_on_its_own_connection():
+def test_a_loop_that_only_shuts_down_its_async_generators_closes_its_pool():
     task = _task()
     loops = [asyncio.new_event_loop() for _ in range(2)]
     try:
         links = [_read_on(loop, str(task.id))[1] for loop in loops]
-        assert links[0] is not links[1] and not any(link.closed for link in links)
+        assert links[0] is not links[1] and not any(link.closed for link in links)  # each loop its own
         assert _read_on(loops[0], str(task.id))[1] is links[0]
     finally:
         for loop in loops:
             loop.run_until_complete(loop.shutdown_asyncgens())
+            assert not [t for t in asyncio.all_tasks(loop) if not t.done()]  # the closer task did not linger
             loop.close()
-    assert all(link.closed for link in links)
+    assert all(link.closed for link in links) and not loop_postgres._loops
 
 
 # -- a task's final compare-and-set from the loop -----------------------------------------------
@@ -566,22 +555,16 @@ async def test_finish_is_sent_from_the_loop_and_returns_what_the_store_would():
     assert "arguments" in done.get_deferred_fields() and {"watched", "result", "updated_at"} <= loaded
 
 
-async def test_finish_goes_to_the_pool_while_the_connection_is_busy_or_failing():
+async def test_finish_goes_to_the_store_while_every_connection_is_busy_or_failing(settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
     tasks = [await sync_to_async(_task)(status="working") for _ in range(3)]
-    reader = await _opened()
-    with (
-        mock.patch.object(PLUGIN.store, "_afinish_in_threads", wraps=PLUGIN.store._afinish_in_threads) as pool,
-        mock.patch.object(loop_postgres, "_ahanded_over", side_effect=AssertionError("a final write waited")),
-    ):
-        reader.busy = True  # a tasks/get of this loop is reading
-        try:
+    await _opened()
+    with mock.patch.object(PLUGIN.store, "_afinish_in_threads", wraps=PLUGIN.store._afinish_in_threads) as store:
+        async with _in_use():  # a tasks/get of this loop is reading
             assert (await PLUGIN.store.afinish(tasks[0].id, "completed")).status == "completed"
-        finally:
-            reader.busy = False
-        reader.link.pgconn.finish()  # the server went away
+        (await _the_link()).pgconn.finish()  # the server went away
         assert (await PLUGIN.store.afinish(tasks[1].id, "failed", error={"code": 1})).status == "failed"
-        assert reader not in _loop_readers().readers.get("default", [])  # dropped; a later use opens another
-    assert [call.args[0] for call in pool.await_args_list] == [tasks[0].id, tasks[1].id]
+    assert [call.args[0] for call in store.await_args_list] == [tasks[0].id, tasks[1].id]
     assert [t.status async for t in Task.objects.filter(pk__in=[t.id for t in tasks[:2]]).order_by("status")] == [
         "completed",
         "failed",
@@ -608,30 +591,31 @@ async def test_a_task_run_here_is_finished_from_the_loop():
 async def test_a_connection_idle_too_long_is_replaced_before_its_next_use():
     """The network may have dropped it silently: a statement on it could wait for the kernel to give up."""
     task = await sync_to_async(_task)()
-    reader = await _opened()
-    reader.used_at -= loop_postgres.IDLE_SECONDS + 1
+    await _opened()
+    link = await _the_link()
+    link.returned_at -= loop_postgres.IDLE_SECONDS + 1
     assert await read_visible(str(task.id), OWNER) is USE_STORE  # to the store meanwhile
-    assert reader.link.closed and reader not in _loop_readers().readers.get("default", [])
-    assert (await _opened()).link is not reader.link
+    assert link.closed and _held().in_use == 0
+    await _held().pool.wait(5)
+    assert await _the_link() is not link
     fresh = await read_visible(str(task.id), OWNER)
     assert isinstance(fresh, Task) and fresh.id == task.id
 
 
-async def test_a_connection_a_burst_left_idle_is_closed():
-    task = await sync_to_async(_task)()
-    first, second = await _two_opened(task)
-    first_link = first.link
-    second.used_at -= loop_postgres.IDLE_SECONDS + 1  # the first served every read since
-    assert isinstance(await read_visible(str(task.id), OWNER), Task)  # on the first
-    assert second.link.closed and _reader() is first and not first_link.closed
+async def test_the_pool_closes_what_a_burst_left_idle():
+    """psycopg_pool shrinks a pool back towards one connection when connections stay unused that long."""
+    assert (await _opened()).pool.max_idle == loop_postgres.IDLE_SECONDS and _held().pool.min_size == 1
 
 
-async def test_a_statement_the_server_refuses_leaves_the_connection_in_use():
-    reader = await _opened()
+async def test_a_statement_the_server_refuses_leaves_the_connection_in_the_pool():
+    await _opened()
+    link = await _the_link()
     taken = await loop_postgres._atake("default")
-    assert taken is not None
+    assert taken is not None and taken[1] is link
     assert await loop_postgres._aexecute(*taken, "SELECT 1 / %s", (0,)) is USE_STORE  # division by zero
-    assert _reader() is reader and not reader.link.closed and not reader.busy
+    assert not link.closed and _held().in_use == 0
+    taken = await loop_postgres._atake("default")
+    assert taken is not None and taken[1] is link
     assert await loop_postgres._aexecute(*taken, "SELECT %s::int + 1", (1,)) == (2,)
 
 
@@ -654,8 +638,5 @@ async def test_a_finish_cancelled_mid_statement_still_ends_the_task():
         with pytest.raises(asyncio.CancelledError):
             await finishing
         release.set()
-        for _ in range(200):
-            if (await Task.objects.aget(pk=task.id)).status == "completed":
-                break
-            await asyncio.sleep(0.01)
+        await _until(lambda: _held().in_use == 0)
     assert (await Task.objects.aget(pk=task.id)).status == "completed"
