@@ -91,46 +91,46 @@ class TaskRunner:
         self._early.pop(task_id, None)
 
     def start(self, task: Task, tool: Tool, run: Run, capabilities: Mapping[str, Any]) -> asyncio.Task[None]:
-        """Run ``run(context)`` in the background, supervised (called once the row is committed)."""
-        context = RunningTask(self, task, tool, capabilities)
+        """Run ``run(running)`` in the background, supervised (called once the row is committed)."""
+        running = RunningTask(self, task, tool, capabilities)
         # In the creating request, inside its span; on a fleet worker, from the row.
-        context.creator_link = telemetry.creator_link() or telemetry.link_to(task.traceparent)
+        running.creator_link = telemetry.creator_link() or telemetry.link_to(task.traceparent)
         loop = asyncio.get_running_loop()
-        self._running[context.id] = context
-        for op in self._early.pop(context.id, ()):
-            self.act_here(context.id, op)
-        supervisor = loop.create_task(self._asupervise(context, run), context=contextvars.Context())
-        self._supervisors[context.id] = supervisor
+        self._running[running.id] = running
+        for op in self._early.pop(running.id, ()):
+            self.act_here(running.id, op)
+        supervisor = loop.create_task(self._asupervise(running, run), context=contextvars.Context())
+        self._supervisors[running.id] = supervisor
         self.ensure_maintenance(loop)
         return supervisor
 
-    async def _asupervise(self, context: RunningTask, run: Run) -> None:
+    async def _asupervise(self, running: RunningTask, run: Run) -> None:
         # The run's own ORM calls get a thread of their own, whose connections are closed at the end.
         async with ThreadSensitiveContext() as thread_context:
-            work = asyncio.ensure_future(acall_run_within(run, context, context.tool))
-            context.work = work
-            if context.cancelled:  # cancelled before it started
+            work = asyncio.ensure_future(acall_run_within(run, running, running.tool))
+            running.work = work
+            if running.cancelled:  # cancelled before it started
                 work.cancel()
             try:
                 try:
-                    finished = await self._aoutcome(context, work)
+                    finished = await self._aoutcome(running, work)
                 finally:
                     # Its outcome is recorded: no lease to renew, no control to take, while it is published.
-                    self._running.pop(context.id, None)
+                    self._running.pop(running.id, None)
                 if finished is not None:
                     await apublish(finished)
             finally:
-                self._supervisors.pop(context.id, None)
-                # Only a run that used its thread has connections there; asking an unused context to
+                self._supervisors.pop(running.id, None)
+                # Only a run that used its thread has connections there; asking an unused thread context to
                 # close them would start a thread (and a joiner) per task just to find none.
                 executors = request_thread_executors()
                 if executors is not None and thread_context in executors[1]:
                     with contextlib.suppress(Exception):
                         await sync_to_async(connections.close_all)()
 
-    async def _aoutcome(self, context: RunningTask, work: asyncio.Future[Any]) -> Task | None:
+    async def _aoutcome(self, running: RunningTask, work: asyncio.Future[Any]) -> Task | None:
         """Record how the run ended (retrying while the database is down)."""
-        ending = await _aending(context, work)
+        ending = await _aending(running, work)
         if ending is None:
             return None
         status, fields = ending
@@ -140,44 +140,44 @@ class TaskRunner:
         delay = 0.1
         while True:
             try:
-                return await self.store.afinish(context.id, status, **fields)
+                return await self.store.afinish(running.id, status, **fields)
             except (OperationalError, InterfaceError) as exc:
                 # A lost connection is retried until the database is back (or TASK_FINAL_WRITE_RETRY_SECONDS);
                 # another error of the database (a statement timeout, a full disk) for a minute at most.
                 limit = retry_for if lost_connection(exc) else min(retry_for or 60.0, 60.0)
                 if limit is not None and loop.time() + delay > started + limit:
                     logger.error(
-                        "Task %s ended %s but the database stayed unavailable; its lease will lapse", context.id, status
+                        "Task %s ended %s but the database stayed unavailable; its lease will lapse", running.id, status
                     )
                     return None
-                logger.warning("Task %s: database unavailable, retrying its final write in %.1f s", context.id, delay)
+                logger.warning("Task %s: database unavailable, retrying its final write in %.1f s", running.id, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
             except Exception:
-                logger.exception("Task %s: could not store its outcome", context.id)
+                logger.exception("Task %s: could not store its outcome", running.id)
                 return await self.store.afinish(
-                    context.id, TaskStatus.FAILED, error=UNSTORABLE, message=UNSTORABLE["message"]
+                    running.id, TaskStatus.FAILED, error=UNSTORABLE, message=UNSTORABLE["message"]
                 )
 
     # -- control ---------------------------------------------------------------------------
 
     def act_here(self, task_id: str, op: str) -> bool:
         """Cancel or wake a task this runner runs (or is about to). False if it does not run here."""
-        context = self._running.get(task_id)
-        if context is None:
+        running = self._running.get(task_id)
+        if running is None:
             early = self._early.get(task_id)
             if early is None:
                 return False
             early.add(op)
             return True
-        if context.span is not None:
-            context.span.add_event("tasks/cancel" if op == "cancel" else "tasks/update")
+        if running.span is not None:
+            running.span.add_event("tasks/cancel" if op == "cancel" else "tasks/update")
         if op == "cancel":
-            context._cancel()
-            if context.work is not None:
-                context.work.cancel()
+            running._cancel()
+            if running.work is not None:
+                running.work.cancel()
         else:
-            context.wake()
+            running.wake()
         return True
 
     async def adeliver(self, task: Task, op: str) -> None:
@@ -265,9 +265,9 @@ class TaskRunner:
             await self.acontrol_ready()  # stays in its group while long tasks run
             flagged, answered, vanished = await self.store.arenew_leases(list(self._running), lease_seconds)
             for task_id in vanished:  # deleted or finished elsewhere: stop the run, record nothing
-                context = self._running.get(task_id)
-                if context is not None:
-                    context.gone = True
+                running = self._running.get(task_id)
+                if running is not None:
+                    running.gone = True
                     self.act_here(task_id, "cancel")
             for task_id in flagged:
                 self.act_here(task_id, "cancel")
@@ -286,16 +286,16 @@ class TaskRunner:
 
     async def astop(self, grace_seconds: float = 0) -> None:
         """Shutdown: signal every task of this runner, give them ``grace_seconds``, then fail what is left."""
-        contexts = list(self._running.values())
+        tasks = list(self._running.values())
         supervisors = list(self._supervisors.values())
-        for context in contexts:
-            context._cancel()
+        for running in tasks:
+            running._cancel()
         if supervisors and grace_seconds > 0:
             await asyncio.wait(supervisors, timeout=grace_seconds)
-        for context in contexts:
-            context.stopping = True
-            if context.work is not None:
-                context.work.cancel()
+        for running in tasks:
+            running.stopping = True
+            if running.work is not None:
+                running.work.cancel()
         if supervisors:
             await asyncio.wait(supervisors, timeout=10)
         for background in (self._maintenance, self._receiver):
@@ -322,16 +322,16 @@ def _completed(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return TaskStatus.COMPLETED, {"result": {**result, "resultType": "complete"}}
 
 
-async def _aending(context: RunningTask, work: asyncio.Future[Any]) -> tuple[str, dict[str, Any]] | None:
+async def _aending(running: RunningTask, work: asyncio.Future[Any]) -> tuple[str, dict[str, Any]] | None:
     """How the run ended, as the terminal status and its fields (compare-and-set later); None: nothing to record."""
     try:
         value = await work
     except asyncio.CancelledError:
-        if context.gone:
+        if running.gone:
             return None
-        if context.stopping or shutting_down():
+        if running.stopping or shutting_down():
             return _failed(STOPPED)
-        if not context.cancelled:
+        if not running.cancelled:
             raise  # our supervisor itself was cancelled: leave the row to the lease
         return TaskStatus.CANCELLED, {"message": "Cancelled"}
     except McpJsonRpcError as exc:
@@ -339,15 +339,15 @@ async def _aending(context: RunningTask, work: asyncio.Future[Any]) -> tuple[str
     except (OperationalError, InterfaceError) as exc:
         # The task's own bookkeeping (or its body) lost the database: that is the server's failure,
         # never an isError result the tool did not produce.
-        logger.error("Task %s lost the database: %s", context.id, exc)
+        logger.error("Task %s lost the database: %s", running.id, exc)
         return _failed({"code": -32603, "message": "Task failed: the database was unavailable"})
     except Exception as exc:
-        return _completed(exception_result(context.tool, exc))
+        return _completed(exception_result(running.tool, exc))
     try:
-        result = call_tool_result(context.tool, value)
+        result = call_tool_result(running.tool, value)
         json.dumps(result)  # it is stored in a JSON column and sent as JSON
     except McpJsonRpcError as exc:
         return _failed(exc.to_error())
     except (TypeError, ValueError) as exc:
-        return _completed(exception_result(context.tool, TypeError(f"the task's result is not JSON: {exc}")))
+        return _completed(exception_result(running.tool, TypeError(f"the task's result is not JSON: {exc}")))
     return _completed(result)

@@ -19,11 +19,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +33,7 @@ from django.urls import reverse
 from django_mcp import McpRequest, McpServer, ToolRegistry, mcp_path
 from django_mcp.checks import check_endpoint_paths
 from tests.live.clients import install
-from tests.live.servers import free_port
+from tests.live.servers import start
 from tests.packaging import build, fresh_venv
 from tests.readme_blocks import assert_answer, marked_block, marked_blocks, run_shell
 from tests.wire import headers_for, post, request_body
@@ -94,41 +91,6 @@ def run_setup(code: str, cwd: Path, env: dict[str, str], ran: list[str], python:
     return cwd
 
 
-def start_server(
-    python: str, project: Path, env: dict[str, str], args: list[str]
-) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop_server
-    cmd = [python, "manage.py", "runserver", *args, f"127.0.0.1:{port}", "--noreload"]
-    proc = subprocess.Popen(cmd, cwd=project, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # noqa: S603
-    proc.log = log  # type: ignore[attr-defined]
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        if proc.poll() is not None:
-            log.seek(0)
-            pytest.fail(f"runserver exited with {proc.returncode}:\n{log.read().decode(errors='replace')}")
-        try:
-            httpx.get(base + "/mcp", timeout=1)
-            return proc, base
-        except httpx.TransportError:
-            if time.monotonic() > deadline:
-                stop_server(proc)
-                pytest.fail("runserver did not answer within 30 s")
-            time.sleep(0.1)
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-    proc.log.close()  # type: ignore[attr-defined]
-
-
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickStart]:
     """The Quick start's project, built step by step as the README says, served by ``manage.py runserver``."""
@@ -158,7 +120,15 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickStart]
             assert words[:2] == ["python", "manage.py"], f"the Quick start runs {line!r}"
             if words[2] == "runserver":
                 assert server is None
-                server, state.base = start_server(python, project, env, words[3:])
+                server = start(
+                    ["manage.py", "runserver", *words[3:], "127.0.0.1:{port}", "--noreload"],
+                    env=env,
+                    ready_path="/mcp",
+                    python=python,
+                    cwd=project,
+                    inherit_env=False,
+                )
+                state.base = server.base
             elif words[2] == "check":
                 state.check_output = run([python, *words[1:]], project, env)
             else:
@@ -167,7 +137,7 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickStart]
         yield state
     finally:
         if server is not None:
-            stop_server(server)
+            server.stop()
 
 
 live = pytest.mark.live

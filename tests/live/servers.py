@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -37,68 +38,70 @@ def free_port() -> int:
 
 @contextmanager
 def server_process(args: list[str], env: dict[str, str] | None = None, ready_path: str = "/mcp/") -> Iterator[str]:
-    """Run ``python <args...>`` with a PORT placeholder filled in; yield its base URL once it answers."""
-    proc, base = _start(args, env, ready_path)
+    """Run ``python <args...>`` with a ``{port}`` placeholder filled in; yield its base URL once it answers."""
+    handle = start(args, env=env, ready_path=ready_path)
     try:
-        yield base
+        yield handle.base
     finally:
-        _stop(proc)
-
-
-def _start(args: list[str], env: dict[str, str] | None, ready_path: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    cmd = [sys.executable, *[a.replace("{port}", str(port)) for a in args]]
-    # A file, not a pipe: a busy server would block on a full pipe nobody reads.
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - the process owns it until _stop
-    proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
-        cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    proc.log = log  # type: ignore[attr-defined]
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        if proc.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read().decode(errors='replace')}")
-        try:
-            httpx.get(base + ready_path, timeout=1)
-            return proc, base
-        except httpx.TransportError:
-            if time.monotonic() > deadline:
-                _stop(proc)
-                raise RuntimeError("server did not start within 30 s") from None
-            time.sleep(0.1)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-    log = getattr(proc, "log", None)
-    if log is not None:
-        log.close()
+        handle.stop()
 
 
 class ServerHandle:
-    """A started server process: its base URL and how to stop it."""
+    """A started server process: its base URL and how to stop it (by its PID only)."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], base: str) -> None:
-        self.proc, self.base = proc, base
+    def __init__(self, proc: subprocess.Popen[bytes], base: str, log: IO[bytes]) -> None:
+        self.proc, self.base, self.log = proc, base, log
+
+    def output(self) -> str:
+        """Everything the process logged so far (pread: the file offset it shares with the process is left alone)."""
+        fd = self.log.fileno()
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
 
     def stop(self) -> None:
-        _stop(self.proc)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.log.close()
 
 
-def server_process_handle(
-    args: list[str], env: dict[str, str] | None = None, ready_path: str = "/mcp/"
+def start(
+    args: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    ready_path: str = "/mcp/",
+    python: str = sys.executable,
+    cwd: Path = ROOT,
+    inherit_env: bool = True,
 ) -> ServerHandle:
-    """Like :func:`server_process`, for tests that stop, kill or restart the process themselves."""
-    proc, base = _start(args, env, ready_path)
-    return ServerHandle(proc, base)
+    """Run ``python <args...>`` (a ``{port}`` placeholder filled in) in ``cwd``; return once ``ready_path`` answers.
+
+    ``env`` is added to this process's environment, or with ``inherit_env=False`` is the whole of it.
+    """
+    port = free_port()
+    cmd = [python, *[a.replace("{port}", str(port)) for a in args]]
+    # A file, not a pipe: a busy server would block on a full pipe nobody reads.
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - the handle closes it
+    environment = {**os.environ, **(env or {})} if inherit_env else dict(env or {})
+    proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+        cmd, cwd=cwd, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    handle = ServerHandle(proc, f"http://127.0.0.1:{port}", log)
+    deadline = time.monotonic() + 30
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{cmd[1:]} exited with {proc.returncode}:\n{handle.output()}")
+        try:
+            httpx.get(handle.base + ready_path, timeout=1)
+            return handle
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                handle.stop()
+                raise RuntimeError(f"{cmd[1:]} did not answer within 30 s:\n{handle.output()}") from None
+            time.sleep(0.1)
 
 
 class Daphne:
@@ -114,7 +117,7 @@ class Daphne:
     def start(self) -> Daphne:
         verbosity = ["-v", "0"] if self.quiet else []
         args = ["-m", "daphne", *verbosity, "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"]
-        self.handle = server_process_handle(args, env=self.env)
+        self.handle = start(args, env=self.env)
         return self
 
     @property
@@ -139,9 +142,8 @@ class Daphne:
         return self.running.proc.wait(timeout=timeout)
 
     def log(self) -> str:
-        """Everything the process logged so far (pread: its file offset is left alone)."""
-        fd = self.running.proc.log.fileno()  # type: ignore[attr-defined]
-        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+        """Everything the process logged so far."""
+        return self.running.output()
 
 
 class Redis:
@@ -167,3 +169,16 @@ class Redis:
             self.proc.terminate()
             self.proc.wait(timeout=10)
         self.proc = None
+
+
+def cluster_env(database: str, redis: Redis, lease: float, grace: float) -> dict[str, str]:
+    """The environment of processes sharing one PostgreSQL test database and a private Redis (tests.settings)."""
+    return {
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DJANGO_MCP_DATABASE": "postgres",
+        "PGDATABASE": database,
+        "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
+        "DJANGO_MCP_TEST_SIGNALS": "1",
+        "DJANGO_MCP_TEST_LEASE": str(lease),
+        "DJANGO_MCP_TEST_GRACE": str(grace),
+    }

@@ -24,7 +24,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from tests.live.http_listen import Listen
-from tests.live.servers import ROOT, Redis, server_process_handle
+from tests.live.servers import ROOT, Redis, cluster_env, start
 from tests.wire import headers_for, request_body
 
 pytestmark = [
@@ -117,13 +117,7 @@ def fleet(django_db_setup, django_db_blocker):
     redis = Redis()
     redis.start()
     env = {
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "DJANGO_MCP_DATABASE": "postgres",
-        "PGDATABASE": db_name,
-        "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
-        "DJANGO_MCP_TEST_SIGNALS": "1",
-        "DJANGO_MCP_TEST_LEASE": str(LEASE),
-        "DJANGO_MCP_TEST_GRACE": str(GRACE),
+        **cluster_env(db_name, redis, LEASE, GRACE),
         "FLEET_MARKS": str(marks),
         "DJANGO_MCP_TEST_OTEL_DIR": str(spans),  # every process exports its spans (tests/otel_export.py)
         "PYTHONUNBUFFERED": "1",
@@ -132,9 +126,7 @@ def fleet(django_db_setup, django_db_blocker):
     workers = {name: DbWorker(name, env) for name in ("W1", "W2")}
     try:
         for name in ("A", "B"):
-            webs[name] = server_process_handle(
-                ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"], env=env
-            )
+            webs[name] = start(["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"], env=env)
         for worker in workers.values():
             worker.start()
         yield {"web": webs, "workers": workers, "marks": marks, "env": env, "spans": spans}
@@ -359,9 +351,7 @@ def rq_fleet(fleet):
     web = None
     worker = DbWorker("rq", env, RQ_WORKER)
     try:
-        web = server_process_handle(
-            ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"], env=env
-        )
+        web = start(["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"], env=env)
         worker.start()
         yield {"url": web.base + "/mcp-fleet/", "worker": worker, "marks": fleet["marks"]}
     finally:

@@ -22,7 +22,7 @@ import pytest
 
 from django_mcp.tasks.conf import TasksSettings
 from tests.live.http_listen import EXT, TENANT, Listen
-from tests.live.servers import Daphne, Redis
+from tests.live.servers import Daphne, Redis, cluster_env
 from tests.wire import headers_for, initialize_body, request_body
 
 pytestmark = [
@@ -47,15 +47,7 @@ def cluster(django_db_setup, django_db_blocker):
         db_name = connection.settings_dict["NAME"]
     redis = Redis()
     redis.start()
-    env = {
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "DJANGO_MCP_DATABASE": "postgres",
-        "PGDATABASE": db_name,
-        "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
-        "DJANGO_MCP_TEST_SIGNALS": "1",
-        "DJANGO_MCP_TEST_LEASE": str(LEASE),
-        "DJANGO_MCP_TEST_GRACE": "1",
-    }
+    env = cluster_env(db_name, redis, LEASE, grace=1)
     workers = {name: Daphne(env) for name in ("A", "B")}
     try:
         for worker in workers.values():

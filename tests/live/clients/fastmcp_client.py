@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
-import traceback
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from typing import Any
@@ -28,6 +26,7 @@ from typing import Any
 import fastmcp_tasks  # noqa: F401 - registers the tasks extension on every Client
 from fastmcp import Client
 from fastmcp_tasks import call_tool_task
+from script_summary import run_and_report
 
 MODERN = "2026-07-28"
 
@@ -94,12 +93,6 @@ async def drive(url: str, summary: dict[str, Any]) -> None:
     summary["ok"] = True
 
 
-def first_error(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
@@ -113,17 +106,7 @@ def main() -> int:
         "steps": {},
         "ok": False,
     }
-    try:
-        asyncio.run(asyncio.wait_for(drive(args.url, summary), 90))
-    except BaseException as exc:  # noqa: BLE001 - every failure ends up in the summary
-        error = first_error(exc)
-        error_data = getattr(error, "error", None)  # an MCPError carries the JSON-RPC error
-        summary["error"] = f"{type(error).__name__}: {getattr(error_data, 'message', None) or error}"
-        if error_data is not None:
-            summary["error_code"] = getattr(error_data, "code", None)
-        summary["traceback"] = traceback.format_exception(error)[-3:]
-    sys.stdout.write(json.dumps(summary) + "\n")
-    return 0 if summary["ok"] else 1
+    return run_and_report(summary, lambda: asyncio.run(asyncio.wait_for(drive(args.url, summary), 90)))
 
 
 if __name__ == "__main__":

@@ -25,10 +25,8 @@ stdout; exit code 0 = every step passed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-import traceback
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from typing import Any
@@ -36,6 +34,7 @@ from typing import Any
 import anyio
 import mcp.types as types
 from mcp import Client, MCPError
+from script_summary import run_and_report
 
 ANSWER = {"username": "alice", "email": "alice@example.com"}
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -171,13 +170,6 @@ async def _drive(
     summary["ok"] = True
 
 
-def first_error(exc: BaseException) -> BaseException:
-    """The first leaf of an exception group (anyio wraps errors raised inside the client's task group)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
@@ -195,17 +187,7 @@ def main() -> int:
         "steps": {},
         "ok": False,
     }
-    try:
-        anyio.run(drive, args.url, args.mode, args.expect_version, summary, args)
-    except BaseException as exc:  # noqa: BLE001 - every failure ends up in the summary
-        error = first_error(exc)
-        error_data = getattr(error, "error", None)  # an MCPError carries the JSON-RPC error
-        summary["error"] = f"{type(error).__name__}: {getattr(error_data, 'message', None) or error}"
-        if error_data is not None:
-            summary["error_code"] = getattr(error_data, "code", None)
-        summary["traceback"] = traceback.format_exception(error)[-3:]
-    sys.stdout.write(json.dumps(summary) + "\n")
-    return 0 if summary["ok"] else 1
+    return run_and_report(summary, lambda: anyio.run(drive, args.url, args.mode, args.expect_version, summary, args))
 
 
 if __name__ == "__main__":
