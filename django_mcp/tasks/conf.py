@@ -19,7 +19,7 @@ class TasksSettings(BaseModel):
     TASK_FAST_PATHS: bool = True
     """Whether the store runs its hottest statements as SQL prepared from the model and reads ``tasks/get``'s
     row on the event loop; False: the plain ORM in the store's threads for everything (the reference)."""
-    TASK_LOOP_CONNECTIONS: int = Field(default=4, ge=0, le=64)
+    TASK_LOOP_CONNECTIONS: int = Field(default=8, ge=0, le=64)
     """PostgreSQL: how many connections of its own each event loop opens (as needed, per database alias)
     for reads and final writes that would otherwise take a thread hop and a pool checkout; 0: none."""
     TASK_QUEUED_TIMEOUT_SECONDS: float | None = Field(default=600.0, gt=0)
