@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import profile as scenarios  # noqa: E402  (bench/profile.py, next to this file)
+import profile as scenarios
 
-import run as bench  # noqa: E402  (bench/run.py, next to this file)
+import run as bench
 
 
 def base_source(rev: str, into: Path) -> Path:

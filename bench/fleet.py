@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench import loadgen  # noqa: E402 - its wire code (standard library; uvloop only in its main)
-from bench import run as harness  # noqa: E402 - standard library only, like this file
+from bench import loadgen
+from bench import run as harness
 
 ROOT = harness.ROOT
 BENCH = harness.BENCH

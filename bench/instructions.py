@@ -90,15 +90,13 @@ def _env(src: Path, database: Path) -> dict[str, str]:
 def _migrate(python: str, src: Path, database: Path) -> None:
     """Once per tree, outside valgrind (its migrations, its file: two counting runs share it, read mostly)."""
     command = [python, "-m", "django", "migrate", "--verbosity", "0"]
-    subprocess.run(command, env=_env(src, database), cwd=src, check=True, timeout=600)  # noqa: S603
+    subprocess.run(command, env=_env(src, database), cwd=src, check=True, timeout=600)
 
 
 def _count(python: str, src: Path, database: Path, scenario: str, n: int) -> int:
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
     command += [python, __file__, "--drive", scenario, str(n)]
-    done = subprocess.run(  # noqa: S603
-        command, env=_env(src, database), cwd=src, capture_output=True, timeout=3600, check=False
-    )
+    done = subprocess.run(command, env=_env(src, database), cwd=src, capture_output=True, timeout=3600, check=False)
     counts = COLLECTED.findall(done.stderr)
     if done.returncode != 0 or not counts:
         raise SystemExit(f"{scenario} under valgrind failed:\n{done.stderr.decode(errors='replace')[-2000:]}")

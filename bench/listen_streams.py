@@ -87,7 +87,7 @@ class Server:
         cmd = [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(self.port), "tests.asgi:application"]
         if pin:
             cmd = ["taskset", "-c", "0", *cmd]
-        self.proc = subprocess.Popen(  # noqa: S603 - our interpreter, our arguments
+        self.proc = subprocess.Popen(
             cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
         )
 
@@ -258,15 +258,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         if args.layer == "redis":
             redis_port = free_port()
-            redis = subprocess.Popen(  # noqa: S603 - a private redis-server on loopback, stopped by PID below
+            redis = subprocess.Popen(
                 ["redis-server", "--port", str(redis_port), "--bind", HOST, "--save", "", "--appendonly", "no"],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
             env["REDIS_URL"] = f"redis://{HOST}:{redis_port}/0"
-        subprocess.run(  # noqa: S603 - bounded: migrations of a fresh SQLite file
-            [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=180
-        )
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=180)
         if pin:
             os.sched_setaffinity(0, {1})
         server = Server(work, env, pin)

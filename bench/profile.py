@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import run as bench  # noqa: E402  (bench/run.py, next to this file)
+import run as bench
 
 FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^()]*?):(?P<line>\d+)\)$")
 PACKAGE = "django_mcp/"

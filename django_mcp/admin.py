@@ -1,6 +1,6 @@
 """Admin registrations (the tasks extension's and sign-in's live in their subpackages)."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.http import HttpRequest
@@ -9,9 +9,14 @@ from .audit import ToolCall
 from .auth import admin as auth_admin  # noqa: F401
 from .tasks import admin as tasks_admin  # noqa: F401
 
+if TYPE_CHECKING:
+    _ModelAdmin = admin.ModelAdmin[ToolCall]
+else:
+    _ModelAdmin = admin.ModelAdmin  # not subscriptable at run time
+
 
 @admin.register(ToolCall)
-class ToolCallAdmin(admin.ModelAdmin):
+class ToolCallAdmin(_ModelAdmin):
     """The audit log: read only (rows are written by the server, and swept after AUDIT_RETENTION_SECONDS)."""
 
     list_display = ("created_at", "tool", "caller", "outcome", "duration_ms", "server")

@@ -201,7 +201,7 @@ class McpClient:
     async def aget_task(self, task_id: str) -> dict[str, Any]:
         return await self.arequest("tasks/get", {"taskId": task_id})
 
-    async def await_task(self, task_id: str, *statuses: str, timeout: float = 10.0) -> dict[str, Any]:
+    async def await_task(self, task_id: str, *statuses: str, timeout: float = 10.0) -> dict[str, Any]:  # noqa: ASYNC109
         """Poll ``tasks/get`` (at the task's ``pollIntervalMs``, at most every 10 ms) until the task is in
         one of ``statuses`` (default: finished); ``TimeoutError`` after ``timeout`` seconds."""
         wanted = statuses or TERMINAL_STATUSES

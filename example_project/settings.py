@@ -7,6 +7,7 @@ Production shape: set ``DJANGO_MCP_DATABASE=postgres`` (with ``PGHOST``,
 
 import os
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -68,7 +69,7 @@ TEMPLATES = [
 ]
 
 
-def _databases() -> dict:
+def _databases() -> dict[str, Any]:
     if os.environ.get("DJANGO_MCP_DATABASE", "sqlite") == "postgres":
         return {
             "default": {
@@ -98,7 +99,7 @@ def _databases() -> dict:
 DATABASES = _databases()
 
 
-def _channel_layers() -> dict:
+def _channel_layers() -> dict[str, Any]:
     if os.environ.get("REDIS_URL"):
         return {
             "default": {
@@ -112,7 +113,7 @@ def _channel_layers() -> dict:
 CHANNEL_LAYERS = _channel_layers()
 
 
-def _caches() -> dict:
+def _caches() -> dict[str, Any]:
     # Handshake-era sessions live in the cache: with several processes it must be shared (check W007).
     if os.environ.get("REDIS_URL"):
         return {

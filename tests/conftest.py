@@ -76,7 +76,7 @@ def _report_other_sessions() -> None:
 def _sockets_on(port: int) -> list[str]:
     """``ss``'s lines for a local TCP port, naming the process that holds it (none where ``ss`` is missing)."""
     try:
-        listing = subprocess.run(["ss", "-tnp"], capture_output=True, text=True, check=False).stdout  # noqa: S607
+        listing = subprocess.run(["ss", "-tnp"], capture_output=True, text=True, check=False).stdout
     except OSError:
         return []
     return [line for line in listing.splitlines() if f":{port} " in line]

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def build(outdir: Path) -> tuple[Path, Path]:
     """``python -m build`` of the checkout into ``outdir``: (the wheel, the sdist)."""
-    subprocess.run(  # noqa: S603 - our own interpreter and arguments
+    subprocess.run(
         [sys.executable, "-m", "build", "--outdir", str(outdir), str(ROOT)],
         check=True,
         capture_output=True,
@@ -29,7 +29,7 @@ def fresh_venv(folder: Path, *requirements: str) -> Path:
     venv.create(folder, with_pip=True)
     python = folder / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    subprocess.run(  # noqa: S603 - the new venv's pip
+    subprocess.run(
         [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *requirements],
         check=True,
         capture_output=True,

@@ -105,9 +105,7 @@ def run_shell(code: str, env: dict[str, str], cwd: Path) -> tuple[str, dict[str,
     """Run README shell lines with bash; their stdout, and the environment they leave (``set -a``)."""
     env_file = cwd / ".env0"
     script = f"set -a\n{code}\nenv -0 > {env_file}\n"
-    proc = subprocess.run(  # noqa: S603 - bash running the README's own lines
-        ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, timeout=60, check=False
-    )
+    proc = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, timeout=60, check=False)
     after = dict(item.split("=", 1) for item in env_file.read_text().split("\0") if "=" in item)
     return proc.stdout.decode(), after
 

@@ -8,7 +8,7 @@ from example_project.settings import _channel_layers, _databases
 
 BASE_DIR = Path(__file__).resolve().parent
 
-SECRET_KEY = "django-mcp-tests"  # noqa: S105
+SECRET_KEY = "django-mcp-tests"
 DEBUG = False
 ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1", "[::1]"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent
 
-SECRET_KEY = "django-mcp-bench-not-secret"  # noqa: S105
+SECRET_KEY = "django-mcp-bench-not-secret"
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 

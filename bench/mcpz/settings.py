@@ -6,7 +6,7 @@ database (django-mcpz's server needs none; its optional apps ``bearer_tokens``/`
 installed), so the figure is the library's own cost, as for django_mcp and the floor.
 """
 
-SECRET_KEY = "django-mcpz-bench-not-secret"  # noqa: S105
+SECRET_KEY = "django-mcpz-bench-not-secret"
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 INSTALLED_APPS: list[str] = []

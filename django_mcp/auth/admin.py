@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -14,8 +14,15 @@ from django.utils import timezone
 from .cache import forget_all
 from .models import PersonalToken
 
+if TYPE_CHECKING:
+    _ModelForm = forms.ModelForm[PersonalToken]
+    _ModelAdmin = admin.ModelAdmin[PersonalToken]
+else:  # not subscriptable at run time
+    _ModelForm = forms.ModelForm
+    _ModelAdmin = admin.ModelAdmin
 
-class PersonalTokenForm(forms.ModelForm):
+
+class PersonalTokenForm(_ModelForm):
     lifetime_days = forms.IntegerField(
         min_value=1, max_value=3650, initial=90, help_text="The token stops working after this many days."
     )
@@ -26,7 +33,7 @@ class PersonalTokenForm(forms.ModelForm):
 
 
 @admin.register(PersonalToken)
-class PersonalTokenAdmin(admin.ModelAdmin):
+class PersonalTokenAdmin(_ModelAdmin):
     list_display = ("name", "prefix", "user", "scope", "created_at", "expires_at", "revoked_at")
     list_filter = ("revoked_at",)
     search_fields = ("name", "prefix", "user__username")

@@ -27,7 +27,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
 if apps.is_installed("oauth2_provider"):
     from oauth2_provider import views as oauth_views
 
-    class _AuthorizationView(oauth_views.AuthorizationView):
+    class _AuthorizationView(oauth_views.AuthorizationView):  # type: ignore[misc]  # (no stubs: Any)
         login_url = reverse_lazy("django_mcp_login")
 
     _server = [

@@ -171,7 +171,7 @@ def list_roots() -> InputRequest[RootsAnswer]:
     return InputRequest("roots/list", {}, RootsAnswer, {"roots": {}})
 
 
-class InputRequired(Exception):  # noqa: N818 - a control-flow signal, not an error
+class InputRequired(Exception):
     """Raised by ``ask`` when answers are missing; dispatch turns it into an ``input_required`` result."""
 
     def __init__(self, input_requests: dict[str, Any], request_state: str) -> None:

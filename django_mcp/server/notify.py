@@ -203,14 +203,8 @@ async def abroadcast(group: str, message: dict[str, Any], *, final: bool = False
     envelope: dict[str, Any] = {"type": MESSAGE_TYPE, "message": message, "group": group}
     if final:
         envelope["final"] = True
-    delivered = False
-    for hook in _publish_hooks:
-        try:
-            delivered = hook(layer, group, envelope) or delivered
-        except Exception:  # the layer's way still works: a failing hook must not cost the publish
-            logger.exception("A publish hook failed")
     cancelled = False
-    if delivered:
+    if _delivered_by_hooks(layer, group, envelope):
         # This loop's own streams have it: let them write it before the layer's client packs and
         # sends the publish (a turn of the loop; their clients wait). Cancelled meanwhile, it is
         # still published (the other processes' streams need it), then the cancellation goes on.
@@ -222,26 +216,41 @@ async def abroadcast(group: str, message: dict[str, Any], *, final: bool = False
         async with asyncio.timeout(get_settings().LISTEN_LAYER_TIMEOUT_SECONDS):
             await layer.group_send(group, envelope)
     except Exception as exc:  # the layer is best-effort; the caller's work must not fail with it
-        throttle.log(
-            logger,
-            logging.WARNING,
-            "publish",
-            "Could not publish %s to %s through the channel layer: %s",
-            message.get("method"),
-            group,
-            _describe(exc),
-            exc_info=exc,
-        )
-        for listener in list(_failure_listeners):
-            try:
-                listener(group, exc)
-            except Exception:  # a listener must not turn a logged failure into a raised one
-                logger.exception("A publish-failure listener failed")
+        _publish_failed(group, message, exc)
     else:
         if throttle.failing("publish"):
             throttle.recovered(logger, "publish", "Publishing through the channel layer works again")
     if cancelled:
         raise asyncio.CancelledError
+
+
+def _delivered_by_hooks(layer: Any, group: str, envelope: dict[str, Any]) -> bool:
+    """Offer ``envelope`` to the publish hooks; whether one delivered it to this loop's streams already."""
+    delivered = False
+    for hook in _publish_hooks:
+        try:
+            delivered = hook(layer, group, envelope) or delivered
+        except Exception:  # the layer's way still works: a failing hook must not cost the publish
+            logger.exception("A publish hook failed")
+    return delivered
+
+
+def _publish_failed(group: str, message: dict[str, Any], exc: Exception) -> None:
+    throttle.log(
+        logger,
+        logging.WARNING,
+        "publish",
+        "Could not publish %s to %s through the channel layer: %s",
+        message.get("method"),
+        group,
+        _describe(exc),
+        exc_info=exc,
+    )
+    for listener in list(_failure_listeners):
+        try:
+            listener(group, exc)
+        except Exception:  # a listener must not turn a logged failure into a raised one
+            logger.exception("A publish-failure listener failed")
 
 
 def _describe(exc: BaseException) -> str:

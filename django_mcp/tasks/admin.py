@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
@@ -112,8 +112,14 @@ class ExpiredFilter(admin.SimpleListFilter):
         return queryset
 
 
+if TYPE_CHECKING:
+    _ModelAdmin = admin.ModelAdmin[Task]
+else:
+    _ModelAdmin = admin.ModelAdmin  # not subscriptable at run time
+
+
 @admin.register(Task)
-class TaskAdmin(admin.ModelAdmin):  # not subscriptable at run time
+class TaskAdmin(_ModelAdmin):
     list_display = ["task_id", "tool_shown", "status_shown", "who", "message", "created", "updated", "expires"]
     list_display_links = ["task_id"]
     list_filter = ["status", ExpiredFilter, "tool", "owner_kind", ("user", UserFilter)]

@@ -12,6 +12,6 @@ from rq.worker import Worker
 
 class McpWorker(Worker):
     def handle_warm_shutdown_request(self) -> None:
-        super().handle_warm_shutdown_request()
+        super().handle_warm_shutdown_request()  # type: ignore[no-untyped-call]  # (rq leaves it unannotated)
         if self.horse_pid:
             self.kill_horse(sig=signal.SIGTERM)

@@ -72,7 +72,7 @@ def complete_template_id(request: McpRequest, value: str, arguments: dict[str, A
     mime_type="application/json",
     complete={"id": complete_template_id},
 )
-def template_data(request: McpRequest, id: str) -> str:  # noqa: A002 - the template variable's name
+def template_data(request: McpRequest, id: str) -> str:
     return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
 
 

@@ -306,7 +306,7 @@ def cache_dir() -> Path:
 
 def node_major(node: str) -> int:
     try:
-        out = subprocess.run(  # noqa: S603 - a node binary we found or installed
+        out = subprocess.run(
             [node, "-e", "process.stdout.write(process.versions.node.split('.')[0])"],
             capture_output=True,
             text=True,
@@ -358,7 +358,7 @@ def npm_install(prefix: Path, spec: str, target: Path, log: TextIO) -> None:
         (prefix / "package.json").write_text('{"private": true}\n', encoding="utf-8")
         cmd = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--ignore-scripts"]
         try:
-            proc = subprocess.run(  # noqa: S603 - npm from PATH, fixed arguments
+            proc = subprocess.run(
                 [*cmd, "--loglevel=error", spec],
                 capture_output=True,
                 text=True,
@@ -419,7 +419,7 @@ def free_port() -> int:
 
 def _answers(url: str) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=1):  # noqa: S310 - http://127.0.0.1 only
+        with urllib.request.urlopen(url, timeout=1):
             return True
     except urllib.error.HTTPError:
         return True  # any HTTP status (GET on the endpoint is a 405) means it is serving
@@ -459,7 +459,7 @@ def fixture_server(log_path: Path) -> Iterator[str]:
         }
         with open(log_path, "ab") as log:
             # Create whatever tables the installed apps need (none yet; the tasks extension will add some).
-            migrate = subprocess.run(  # noqa: S603 - our own interpreter and arguments
+            migrate = subprocess.run(
                 [sys.executable, "-m", "django", "migrate", "--noinput", "-v", "0"],
                 cwd=ROOT,
                 env=env,
@@ -471,7 +471,7 @@ def fixture_server(log_path: Path) -> Iterator[str]:
             if migrate.returncode != 0:
                 raise ConformanceError(f"migrating the fixture database failed:\n{_tail(log_path)}")
             port = free_port()
-            proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+            proc = subprocess.Popen(
                 [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
                 + ["tests.conformance.asgi:application"],
                 cwd=ROOT,
@@ -515,7 +515,7 @@ def check_revision(revision: str) -> str:
 
 
 def _list(node: str, cli: Path, *args: str) -> str:
-    proc = subprocess.run(  # noqa: S603 - installed node and suite
+    proc = subprocess.run(
         [node, str(cli), "list", *args],
         capture_output=True,
         text=True,
@@ -564,7 +564,7 @@ def _run_cli(cmd: list[str], log: TextIO, deadline: float, progress: TextIO | No
     """Run one suite invocation, teeing its output into ``log``; None when killed at the deadline."""
     log.write("$ " + " ".join(cmd) + "\n")
     log.flush()
-    proc = subprocess.Popen(  # noqa: S603 - installed node and suite
+    proc = subprocess.Popen(
         cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
     )
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent
 
-SECRET_KEY = "django-mcp-conformance-insecure-key"  # noqa: S105  (test-only project)
+SECRET_KEY = "django-mcp-conformance-insecure-key"
 DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
 ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
 

@@ -65,7 +65,7 @@ def shell_lines(code: str) -> Iterator[str]:
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=180, check=False)  # noqa: S603
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0, f"{shlex.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout + proc.stderr
 
@@ -193,7 +193,7 @@ def test_the_official_python_sdk_calls_the_tool(quickstart, tmp_path):
         answer = httpx.post(quickstart.base + "/mcp", content=json.dumps(body), headers=headers_for(body), timeout=10)
         assert answer.json()["result"]["content"][0]["text"] == "5"
         return
-    proc = subprocess.run(  # noqa: S603 - the SDK's venv running the README's script
+    proc = subprocess.run(
         [str(python), str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
     )
     assert (proc.returncode, proc.stdout.strip()) == (0, "5"), proc.stderr[-3000:]

@@ -117,7 +117,7 @@ def test_the_task_excerpts_run_when_pasted(monkeypatch):
     for block in marked_blocks("excerpt"):
         fresh = ToolRegistry(name=f"readme-{block.line}")
         monkeypatch.setattr(django_mcp, "tool", fresh.register)
-        exec(compile(block.code, f"README.md:{block.line}", "exec"), {"__name__": "readme_snippet"})  # noqa: S102
+        exec(compile(block.code, f"README.md:{block.line}", "exec"), {"__name__": "readme_snippet"})
         tools = [n for n in ast.parse(block.code).body if isinstance(n, ast.AsyncFunctionDef | ast.FunctionDef)]
         registered = {t.name for t in fresh}
         assert registered and registered <= {t.name for t in tools}, (block, registered)
@@ -285,7 +285,7 @@ EXAMPLE_ENV = {
 def test_example_project_passes_check_deploy_and_says_why_for_what_it_silences(tmp_path):
     env = {**os.environ, **EXAMPLE_ENV, "DJANGO_MCP_SQLITE": str(tmp_path / "db.sqlite3")}
     env.pop("DJANGO_SECRET_KEY", None)
-    proc = subprocess.run(  # noqa: S603 - our own interpreter and arguments
+    proc = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
         env=env,
@@ -322,7 +322,7 @@ def test_example_project_logs_each_line_once(tmp_path, command):
     env = {**os.environ, **EXAMPLE_ENV, "DJANGO_MCP_SQLITE": str(tmp_path / "db.sqlite3")}
     port = free_port()
     with (tmp_path / "log").open("w+") as log:
-        proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+        proc = subprocess.Popen(
             [sys.executable, *(arg.replace("{port}", str(port)) for arg in command)],
             cwd=ROOT,
             env=env,
@@ -362,7 +362,7 @@ def example_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         "DJANGO_MCP_DATABASE": "sqlite",
         "REDIS_URL": "",
     }
-    subprocess.run(  # noqa: S603 - our own interpreter and arguments
+    subprocess.run(
         [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env={**os.environ, **env}, check=True, timeout=120
     )
     with server_process(["manage.py", "runserver", "127.0.0.1:{port}", "--noreload"], env=env) as base:

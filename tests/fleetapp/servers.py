@@ -16,7 +16,7 @@ FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 def marks() -> Path:
     """Where bodies leave marks (started, cancelled) for the tests to read: any process, one directory."""
-    return Path(os.environ.get("FLEET_MARKS", "/tmp/django-mcp-fleet-marks"))  # noqa: S108
+    return Path(os.environ.get("FLEET_MARKS", "/tmp/django-mcp-fleet-marks"))
 
 
 def mark(task_id: str, what: str) -> None:

@@ -26,7 +26,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def test_twine_check_passes(built):
-    proc = subprocess.run(  # noqa: S603 - our own interpreter and arguments
+    proc = subprocess.run(
         [sys.executable, "-m", "twine", "check", "--strict", *map(str, built)],
         capture_output=True,
         text=True,

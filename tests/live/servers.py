@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def migrate(env: dict[str, str]) -> None:
     """``manage.py migrate`` for the settings and database ``env`` names (added to this process's)."""
-    subprocess.run(  # noqa: S603 - our own interpreter and arguments
+    subprocess.run(
         [sys.executable, "-m", "django", "migrate", "--noinput", "-v", "0"],
         cwd=ROOT,
         env={**os.environ, **env},
@@ -84,11 +84,9 @@ def start(
     port = free_port()
     cmd = [python, *[a.replace("{port}", str(port)) for a in args]]
     # A file, not a pipe: a busy server would block on a full pipe nobody reads.
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - the handle closes it
+    log = tempfile.TemporaryFile()
     environment = {**os.environ, **(env or {})} if inherit_env else dict(env or {})
-    proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
-        cmd, cwd=cwd, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
+    proc = subprocess.Popen(cmd, cwd=cwd, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     handle = ServerHandle(proc, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + 30
     while True:
@@ -154,7 +152,7 @@ class Redis:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(  # noqa: S603
+        self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

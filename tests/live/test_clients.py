@@ -80,12 +80,12 @@ def test_clients_are_installed_and_import(clients: dict[str, install.Installed])
         "const { LATEST_PROTOCOL_VERSION } = await import(`file://${sdk}/dist/esm/types.js`);"
         "console.log(typeof Client, typeof StreamableHTTPClientTransport, LATEST_PROTOCOL_VERSION);"
     )
-    out = subprocess.run(  # noqa: S603 - the installed node
+    out = subprocess.run(
         [node, "--input-type=module", "-e", probe, sdk], capture_output=True, text=True, timeout=60, check=True
     ).stdout.split()
     assert out == ["function", "function", HANDSHAKE]  # the 1.x line speaks the handshake era only
 
-    out = subprocess.run(  # noqa: S603 - the installed venv
+    out = subprocess.run(
         [venv_python(clients, "python-sdk"), "-c", "import mcp, importlib.metadata as m; print(m.version('mcp'))"],
         capture_output=True,
         text=True,
@@ -99,7 +99,7 @@ def test_clients_are_installed_and_import(clients: dict[str, install.Installed])
         "from fastmcp_tasks import call_tool_task; "
         "print(*(m.version(p) for p in ('fastmcp', 'fastmcp-tasks', 'mcp')))"
     )
-    out = subprocess.run(  # noqa: S603 - the installed venv
+    out = subprocess.run(
         [venv_python(clients, "fastmcp"), "-c", script], capture_output=True, text=True, timeout=60, check=True
     ).stdout.split()
     assert out == [install.FASTMCP_VERSION, install.FASTMCP_TASKS_VERSION, install.MCP_VERSION]

@@ -40,7 +40,7 @@ TENANT = {"X-Tenant": "live"}
 LEASE = 2.0
 GRACE = 1.0
 FIGURES: dict[str, Any] = {}
-FIGURES_FILE = Path(os.environ.get("DJANGO_MCP_FLEET_FIGURES", "/tmp/django-mcp-fleet-figures.json"))  # noqa: S108
+FIGURES_FILE = Path(os.environ.get("DJANGO_MCP_FLEET_FIGURES", "/tmp/django-mcp-fleet-figures.json"))
 
 
 DB_WORKER = ["db_worker", "--backend", "fleet", "--queue-name", "mcp", "--interval", "0.1"]
@@ -57,8 +57,8 @@ class DbWorker:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        log = tempfile.TemporaryFile()  # noqa: SIM115 - the process owns it until stop
-        self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+        log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
             [sys.executable, "manage.py", *self.command],
             cwd=ROOT,
             env={**os.environ, **self.env},

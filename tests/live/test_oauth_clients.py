@@ -52,7 +52,7 @@ def _signed_in_daphne(settings: str, database: Path, **env: str) -> Iterator[str
         **env,
     }
     migrate(env)
-    subprocess.run(  # noqa: S603 - Django's own command, as the example project's docs say
+    subprocess.run(
         [sys.executable, "-m", "django", "createsuperuser", "--noinput", "--username", "demo", "--email", "d@x.org"],
         cwd=ROOT,
         env={**os.environ, **env, "DJANGO_SUPERUSER_PASSWORD": "demo-pw"},
@@ -163,7 +163,7 @@ def test_conformance_authorization_suite_passes_against_the_example_server(examp
         },
     )
     assert registered.status_code == 201, registered.text
-    suite = subprocess.Popen(  # noqa: S603 - the cached Node and suite
+    suite = subprocess.Popen(
         [
             node,
             str(cli),

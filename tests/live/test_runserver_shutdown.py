@@ -48,7 +48,7 @@ def _start(tmp_path: Path, reload: bool) -> tuple[subprocess.Popen[bytes], str, 
     port = free_port()
     args = [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", *([] if reload else ["--noreload"])]
     log = (tmp_path / "server.log").open("wb")
-    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # noqa: S603
+    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}/mcp/"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -231,7 +231,7 @@ def _connections(db_name: str) -> int:
             "postgres",
             "-tAc",
             f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{db_name}'",
-        ],  # noqa: S608 - our own test DB name
+        ],
         capture_output=True,
         text=True,
         check=True,

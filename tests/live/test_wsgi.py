@@ -40,7 +40,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def base(env: dict[str, str]) -> Iterator[str]:
-    worker = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+    worker = subprocess.Popen(
         [sys.executable, "manage.py", "db_worker", "--backend", "fleet", "--interval", "0.1"],
         cwd=ROOT,
         env={**os.environ, **env},

@@ -144,7 +144,7 @@ def test_the_read_connection_refuses_writes():
     assert isinstance(read_visible(str(task.id), OWNER), Task)
     link = loop_sqlite._readers["default"].link
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
-        link.execute(f"DELETE FROM {Task._meta.db_table}")  # noqa: S608
+        link.execute(f"DELETE FROM {Task._meta.db_table}")
     assert Task.objects.filter(pk=task.id).exists()
 
 

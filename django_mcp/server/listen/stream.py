@@ -30,8 +30,9 @@ bounded: ``LISTEN_MAX_STREAMS_PER_PRINCIPAL`` and ``LISTEN_MAX_STREAMS`` per pro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -235,66 +236,21 @@ class ListenStream:
         open_streams.add(self)
         try:
             if layer is not None and watch is not None:
-                timeout = get_settings().LISTEN_LAYER_TIMEOUT_SECONDS
                 subscription = self._subscription = subscription_for(layer, self)
-                try:
-                    await watch.aensure_healthy()
-                    for group in self.groups:
-                        async with asyncio.timeout(timeout):
-                            await subscription.ajoin(group)
-                        self.joined.append(group)
-                except Exception as exc:
-                    if isinstance(exc, LayerUnavailable):
-                        reason = str(exc)
-                    elif isinstance(exc, TimeoutError):
-                        reason = f"the channel layer did not answer within {timeout} s"
-                    else:
-                        reason = "the channel layer failed"
-                    throttle.log(
-                        logger,
-                        logging.WARNING,
-                        "subscribe",
-                        "Listen stream %r could not subscribe: %s",
-                        self.subscription_id,
-                        reason if isinstance(exc, LayerUnavailable | TimeoutError) else repr(exc),
-                    )
-                    yield self._unavailable(reason)
+                failure = await self._ajoin(subscription, watch)
+                if failure is not None:
+                    yield self._unavailable(failure)
                     return
-                watch.register(self)
-            if not self.handshake:
-                yield sse.event(
-                    self._tag(
-                        notification("notifications/subscriptions/acknowledged", {"notifications": self.honoured})
-                    )
-                )
-            else:
-                # A server sends the status line and headers with the first body bytes: send them now, not
-                # with the first event or keepalive (the client would wait for its connect that long).
-                yield sse.OPENED
+            yield self._opening()
             for snapshot in self._snapshots:
                 for message in await snapshot():
                     yield sse.event(self._tag(message))
             await arelease_request_thread()
             if subscription is not None:
                 subscription.start()
-            while True:
-                try:
-                    async with asyncio.timeout(self._keepalive):
-                        item = await self._queue.get()
-                except TimeoutError:
-                    yield sse.KEEPALIVE  # a half-open connection is only noticed on write
-                    continue
-                if item is not _CLOSE:
-                    await write_budget.atake()  # what arrives meanwhile joins this write
-                    chunk, ends = self._batch(item)
-                    if chunk:
-                        yield chunk
-                    if not ends:
-                        continue
-                ending = self._ending()
-                if ending is not None:
-                    yield ending
-                return
+            async with contextlib.aclosing(self._afollow()) as chunks:
+                async for chunk in chunks:
+                    yield chunk
         finally:
             open_streams.discard(self)
             self._release()
@@ -305,6 +261,64 @@ class ListenStream:
             if subscription is not None:
                 joined, self.joined = list(self.joined), []
                 await subscription.aclose(joined)
+
+    async def _ajoin(self, subscription: Subscription, watch: LayerWatch) -> str | None:
+        """Join the stream's groups and have ``watch`` follow the stream; or why the layer cannot serve it."""
+        timeout = get_settings().LISTEN_LAYER_TIMEOUT_SECONDS
+        try:
+            await watch.aensure_healthy()
+            for group in self.groups:
+                async with asyncio.timeout(timeout):
+                    await subscription.ajoin(group)
+                self.joined.append(group)
+        except Exception as exc:
+            if isinstance(exc, LayerUnavailable):
+                reason = str(exc)
+            elif isinstance(exc, TimeoutError):
+                reason = f"the channel layer did not answer within {timeout} s"
+            else:
+                reason = "the channel layer failed"
+            throttle.log(
+                logger,
+                logging.WARNING,
+                "subscribe",
+                "Listen stream %r could not subscribe: %s",
+                self.subscription_id,
+                reason if isinstance(exc, LayerUnavailable | TimeoutError) else repr(exc),
+            )
+            return reason
+        watch.register(self)
+        return None
+
+    def _opening(self) -> bytes:
+        if not self.handshake:
+            return sse.event(
+                self._tag(notification("notifications/subscriptions/acknowledged", {"notifications": self.honoured}))
+            )
+        # A server sends the status line and headers with the first body bytes: send them now, not
+        # with the first event or keepalive (the client would wait for its connect that long).
+        return sse.OPENED
+
+    async def _afollow(self) -> AsyncGenerator[bytes, None]:
+        """The notifications as they come, batched, with keepalives, until the stream ends."""
+        while True:
+            try:
+                async with asyncio.timeout(self._keepalive):
+                    item = await self._queue.get()
+            except TimeoutError:
+                yield sse.KEEPALIVE  # a half-open connection is only noticed on write
+                continue
+            if item is not _CLOSE:
+                await write_budget.atake()  # what arrives meanwhile joins this write
+                chunk, ends = self._batch(item)
+                if chunk:
+                    yield chunk
+                if not ends:
+                    continue
+            ending = self._ending()
+            if ending is not None:
+                yield ending
+            return
 
     def _release(self) -> None:
         if self.principal is not None:

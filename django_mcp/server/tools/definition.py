@@ -239,58 +239,19 @@ def build_tool(
     (``"10/m"``) how often one caller may call it; ``audit_arguments`` what the audit log keeps of its
     arguments.
     """
-    if not callable(handler):
-        raise DefinitionError(f"Tool handler {handler!r} is not callable")
-    tool_name = name if name is not None else getattr(handler, "__name__", "")
-    if not isinstance(tool_name, str) or not TOOL_NAME.fullmatch(tool_name):
-        raise DefinitionError(
-            f"Invalid tool name {tool_name!r}: use 1-128 characters of letters, digits, '_', '-' and '.'"
-        )
-    if not first_parameter_takes_request(handler):
-        raise DefinitionError(
-            f"Tool {tool_name!r}: the handler's first parameter must take the request "
-            f"(e.g. `def {tool_name}(request, ...)`)"
-        )
+    tool_name = _checked_name(handler, name)
     model: type[BaseModel] | None = None
     if input_schema is None:
         model = _arguments_model(handler, tool_name, list(inspect.signature(handler).parameters.values())[1:])
         input_schema = model.model_json_schema(schema_generator=_UntitledSchema)
         input_schema.setdefault("properties", {})
-    for label, schema in (("input_schema", input_schema), ("output_schema", output_schema)):
-        if schema is None:
-            continue
-        if not isinstance(schema, Mapping):
-            raise DefinitionError(f"Tool {tool_name!r}: {label} must be a JSON Schema object")
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            raise DefinitionError(f"Tool {tool_name!r}: {label} is not a valid JSON Schema: {exc.message}") from None
-    if input_schema.get("type") != "object":
-        raise DefinitionError(f'Tool {tool_name!r}: input_schema must have "type": "object"')
-    if timeout_seconds is not None and (
-        isinstance(timeout_seconds, bool)
-        or not isinstance(timeout_seconds, int | float)
-        or not 0 < timeout_seconds < float("inf")
-    ):
-        raise DefinitionError(f"Tool {tool_name!r}: timeout_seconds must be a positive number, not {timeout_seconds!r}")
+    _check_schemas(tool_name, input_schema, output_schema)
+    _check_timeout(tool_name, timeout_seconds)
     if rate_limit is not None:
         try:
             check_rate(rate_limit)
         except (ValueError, TypeError, AttributeError) as exc:
             raise DefinitionError(f"Tool {tool_name!r}: {exc}") from None
-    audited: str | tuple[str, ...] | None = None
-    if isinstance(audit_arguments, str):
-        if audit_arguments not in ("none", "all"):
-            raise DefinitionError(
-                f"Tool {tool_name!r}: audit_arguments is 'none', 'all' or a list of keys to redact, "
-                f"not {audit_arguments!r}"
-            )
-        audited = audit_arguments
-    elif audit_arguments is not None:
-        keys: list[Any] = list(audit_arguments) if isinstance(audit_arguments, list | tuple | set | frozenset) else [0]
-        if not all(isinstance(key, str) for key in keys):
-            raise DefinitionError(f"Tool {tool_name!r}: audit_arguments is 'none', 'all' or a list of keys to redact")
-        audited = tuple(keys)
     tool = Tool(
         name=tool_name,
         handler=handler,
@@ -310,13 +271,68 @@ def build_tool(
         permissions=tuple(sorted(checked_names(f"Tool {tool_name!r}", "permissions", permissions, PERMISSION))),
         timeout_seconds=timeout_seconds,
         rate_limit=rate_limit,
-        audit_arguments=audited,
+        audit_arguments=_checked_audit(tool_name, audit_arguments),
     )
     try:
         tool.param_headers  # noqa: B018 - validate x-mcp-header annotations now, not per call
     except ValueError as exc:
         raise DefinitionError(f"Tool {tool_name!r}: {exc}") from None
     return tool
+
+
+def _checked_name(handler: Callable[..., Any], name: str | None) -> str:
+    if not callable(handler):
+        raise DefinitionError(f"Tool handler {handler!r} is not callable")
+    tool_name = name if name is not None else getattr(handler, "__name__", "")
+    if not isinstance(tool_name, str) or not TOOL_NAME.fullmatch(tool_name):
+        raise DefinitionError(
+            f"Invalid tool name {tool_name!r}: use 1-128 characters of letters, digits, '_', '-' and '.'"
+        )
+    if not first_parameter_takes_request(handler):
+        raise DefinitionError(
+            f"Tool {tool_name!r}: the handler's first parameter must take the request "
+            f"(e.g. `def {tool_name}(request, ...)`)"
+        )
+    return tool_name
+
+
+def _check_schemas(tool_name: str, input_schema: Mapping[str, Any], output_schema: Mapping[str, Any] | None) -> None:
+    for label, schema in (("input_schema", input_schema), ("output_schema", output_schema)):
+        if schema is None:
+            continue
+        if not isinstance(schema, Mapping):
+            raise DefinitionError(f"Tool {tool_name!r}: {label} must be a JSON Schema object")
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            raise DefinitionError(f"Tool {tool_name!r}: {label} is not a valid JSON Schema: {exc.message}") from None
+    if input_schema.get("type") != "object":
+        raise DefinitionError(f'Tool {tool_name!r}: input_schema must have "type": "object"')
+
+
+def _check_timeout(tool_name: str, timeout_seconds: float | None) -> None:
+    if timeout_seconds is not None and (
+        isinstance(timeout_seconds, bool)
+        or not isinstance(timeout_seconds, int | float)
+        or not 0 < timeout_seconds < float("inf")
+    ):
+        raise DefinitionError(f"Tool {tool_name!r}: timeout_seconds must be a positive number, not {timeout_seconds!r}")
+
+
+def _checked_audit(tool_name: str, audit_arguments: str | Iterable[str] | None) -> str | tuple[str, ...] | None:
+    if audit_arguments is None:
+        return None
+    if isinstance(audit_arguments, str):
+        if audit_arguments not in ("none", "all"):
+            raise DefinitionError(
+                f"Tool {tool_name!r}: audit_arguments is 'none', 'all' or a list of keys to redact, "
+                f"not {audit_arguments!r}"
+            )
+        return audit_arguments
+    keys: list[Any] = list(audit_arguments) if isinstance(audit_arguments, list | tuple | set | frozenset) else [0]
+    if not all(isinstance(key, str) for key in keys):
+        raise DefinitionError(f"Tool {tool_name!r}: audit_arguments is 'none', 'all' or a list of keys to redact")
+    return tuple(keys)
 
 
 class _UntitledSchema(GenerateJsonSchema):

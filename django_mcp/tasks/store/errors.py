@@ -93,7 +93,7 @@ class KnownOutage:
         self._fail_until = 0.0
 
 
-class TaskLimitReached(Exception):  # noqa: N818
+class TaskLimitReached(Exception):
     """Creating one more task would exceed a cap: ``which`` is ``"server"`` or ``"owner"``, ``limit`` its value."""
 
     def __init__(self, which: str, limit: int) -> None:

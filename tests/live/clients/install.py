@@ -115,9 +115,7 @@ def _venv_installed(prefix: Path, spec: str, python: Path) -> bool:
 
 def _run_with_heartbeat(cmd: list[str], log: TextIO, what: str, timeout: float) -> subprocess.CompletedProcess[str]:
     started = time.monotonic()
-    proc = subprocess.Popen(  # noqa: S603 - our interpreter / the venv's pip, fixed arguments
-        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     while True:
         try:
             out, err = proc.communicate(timeout=HEARTBEAT_S)

@@ -23,7 +23,7 @@ def run_and_report(summary: dict[str, Any], run: Callable[[], object]) -> int:
     """Call ``run()``, record a failure in ``summary`` (its JSON-RPC error too), print the summary; the exit code."""
     try:
         run()
-    except BaseException as exc:  # noqa: BLE001 - every failure ends up in the summary
+    except BaseException as exc:
         error = first_error(exc)
         error_data = getattr(error, "error", None)  # an MCPError carries the JSON-RPC error
         summary["error"] = f"{type(error).__name__}: {getattr(error_data, 'message', None) or error}"
