@@ -1,4 +1,4 @@
-"""System checks (``manage.py check``). IDs are stable and never reused; see the README."""
+"""System checks (``manage.py check``). IDs are stable and never reused; docs/settings.md lists them."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def check_settings(
         return [
             Error(
                 f"{SETTINGS_NAME}[{key!r}]: {message}",
-                hint="See the settings reference in django-mcp's README.",
+                hint="See the settings reference in django-mcp's docs/settings.md.",
                 obj=SETTINGS_NAME,
                 id="django_mcp.E002",
             )

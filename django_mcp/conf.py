@@ -29,7 +29,7 @@ S = TypeVar("S", bound=BaseModel)
 
 
 class McpSettings(BaseModel):
-    """Every core ``DJANGO_MCP`` key with its default. See the README's settings reference."""
+    """Every core ``DJANGO_MCP`` key with its default. See docs/settings.md."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -27,7 +27,7 @@ INSTALLED_APPS = [
     "example_project.demo",
 ]
 
-# The worker fleet (README "Worker fleet"): DJANGO_MCP_FLEET=1 sends the `crunch` tool's body to
+# The worker fleet (docs/deployment.md, "Worker fleet"): DJANGO_MCP_FLEET=1 sends the `crunch` tool's body to
 # `manage.py db_worker --backend fleet` (needs `pip install -e ".[fleet]"`).
 FLEET = os.environ.get("DJANGO_MCP_FLEET") == "1"
 if FLEET:
@@ -51,7 +51,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "example_project.urls"
 ASGI_APPLICATION = "example_project.asgi.application"
-WSGI_APPLICATION = "example_project.wsgi.application"  # gunicorn example_project.wsgi (README "Under WSGI")
+WSGI_APPLICATION = "example_project.wsgi.application"  # gunicorn example_project.wsgi (docs/deployment.md)
 
 TEMPLATES = [
     {

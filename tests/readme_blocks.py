@@ -1,4 +1,4 @@
-"""The README's marked blocks, run as a user would, and the checks of their answers."""
+"""The marked blocks of the README and of ``docs/``, run as a user would, and the checks of their answers."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ class Block:
     lang: str
     code: str
     line: int
+    page: str = "README.md"
 
     def __str__(self) -> str:
-        return f"README.md:{self.line} ({self.group}:{self.kind})"
+        return f"{self.page}:{self.line} ({self.group}:{self.kind})"
 
 
 ELLIPSIS = "…"  # in a shown answer: any text here
@@ -28,6 +29,16 @@ ELLIPSIS = "…"  # in a shown answer: any text here
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+
+
+def pages() -> list[Path]:
+    """The README, then every page of ``docs/``."""
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def page_texts() -> list[tuple[str, str]]:
+    """Each page's path (from the repository's root) and text."""
+    return [(str(page.relative_to(ROOT)), page.read_text(encoding="utf-8")) for page in pages()]
 
 
 _MARKED = re.compile(r"^<!-- ([a-z-]+):(\S+)(?: (\S+))? -->\n```(\w*)\n(.*?)\n```$", re.M | re.S)
@@ -83,15 +94,15 @@ def assert_matches(actual: Any, shown: Any, where: str = "$") -> None:
 
 def marked_block(group: str, kind: str) -> Block:
     found = [b for b in marked_blocks(group) if b.kind == kind]
-    assert len(found) == 1, f"README.md needs exactly one <!-- {group}:{kind} --> block, found {len(found)}"
+    assert len(found) == 1, f"the docs need exactly one <!-- {group}:{kind} --> block, found {len(found)}"
     return found[0]
 
 
 def marked_blocks(group: str) -> list[Block]:
-    """The blocks marked ``<!-- group:... -->``, in README order."""
-    text = readme()
+    """The blocks marked ``<!-- group:... -->``, in page order (the README first)."""
     return [
-        Block(m[1], m[2], m[3], m[4], m[5], text.count("\n", 0, m.start()) + 1)
+        Block(m[1], m[2], m[3], m[4], m[5], text.count("\n", 0, m.start()) + 1, page)
+        for page, text in page_texts()
         for m in _MARKED.finditer(text)
         if m[1] == group
     ]

@@ -8,7 +8,7 @@ from ..conf import settings_section
 
 
 class TasksSettings(BaseModel):
-    """The ``TASK_*`` keys of ``DJANGO_MCP``, in seconds. See the README's settings reference."""
+    """The ``TASK_*`` keys of ``DJANGO_MCP``, in seconds. See docs/settings.md."""
 
     model_config = ConfigDict(frozen=True)
 

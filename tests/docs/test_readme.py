@@ -1,4 +1,4 @@
-"""The README works as written: its snippets are checked, and the marked ones run.
+"""The README and the pages of ``docs/`` work as written: their snippets are checked, and the marked ones run.
 
 A fenced block is marked by an HTML comment on the line before its fence (invisible on GitHub and
 PyPI), ``<!-- group:kind [argument] -->``:
@@ -38,6 +38,7 @@ from tests.readme_blocks import (
     assert_answer,
     marked_block,
     marked_blocks,
+    page_texts,
     readme,
     run_shell,
 )
@@ -46,16 +47,22 @@ PYPROJECT = ROOT / "pyproject.toml"
 _FENCED = re.compile(r"^```(\w*)\n(.*?)\n```$", re.M | re.S)
 
 
-def python_blocks() -> list[tuple[int, str]]:
-    text = readme()
-    return [(text.count("\n", 0, m.start()) + 1, m[2]) for m in _FENCED.finditer(text) if m[1] == "python"]
+def python_blocks() -> list[tuple[str, int, str]]:
+    """Every ``python`` block of the README and ``docs/``: its page, the line of its fence, its code."""
+    return [
+        (page, text.count("\n", 0, m.start()) + 1, m[2])
+        for page, text in page_texts()
+        for m in _FENCED.finditer(text)
+        if m[1] == "python"
+    ]
 
 
 def section(title: str) -> str:
-    """The README text under the heading ``title`` up to the next heading of the same or a higher level."""
-    text = readme()
-    heading = re.search(rf"^(#+) {re.escape(title)}\n", text, re.M)
-    assert heading, f"README.md has no section {title!r}"
+    """The text under the heading ``title`` (in the README or a page of ``docs/``) up to the next heading
+    of the same or a higher level."""
+    found = [(text, h) for _, text in page_texts() if (h := re.search(rf"^(#+) {re.escape(title)}\n", text, re.M))]
+    assert len(found) == 1, f"the docs need exactly one section {title!r}, found {len(found)}"
+    text, heading = found[0]
     level = len(heading[1])
     end = re.compile(rf"^#{{1,{level}}} ", re.M).search(text, heading.end())
     return text[heading.end() : end.start() if end else len(text)]
@@ -71,8 +78,8 @@ def distribution_name() -> str:
 def test_every_python_snippet_compiles():
     blocks = python_blocks()
     assert len(blocks) >= 10
-    for line, code in blocks:
-        compile(code, f"README.md:{line}", "exec")
+    for page, line, code in blocks:
+        compile(code, f"{page}:{line}", "exec")
 
 
 # Names a block may use without defining them: the settings the Quick start appends to startproject's.
@@ -94,10 +101,12 @@ def undefined_names(code: str) -> set[str]:
 
 def test_every_python_snippet_defines_or_imports_what_it_uses():
     """Pasted alone, a snippet finds every name it uses (the Tasks ones used render_frame, CONFIRM ...)."""
-    given = {b.line + 1: GIVEN[f"{b.group}:{b.kind}"] for b in marked_blocks("quickstart") if b.kind == "append"}
-    for line, code in python_blocks():
-        missing = undefined_names(code) - given.get(line, set())
-        assert not missing, f"README.md:{line} uses {sorted(missing)} without importing or defining them"
+    given = {
+        (b.page, b.line + 1): GIVEN[f"{b.group}:{b.kind}"] for b in marked_blocks("quickstart") if b.kind == "append"
+    }
+    for page, line, code in python_blocks():
+        missing = undefined_names(code) - given.get((page, line), set())
+        assert not missing, f"{page}:{line} uses {sorted(missing)} without importing or defining them"
 
 
 def test_undefined_names_finds_what_a_snippet_lacks():
@@ -117,20 +126,20 @@ def test_the_task_excerpts_run_when_pasted(monkeypatch):
     for block in marked_blocks("excerpt"):
         fresh = ToolRegistry(name=f"readme-{block.line}")
         monkeypatch.setattr(django_mcp, "tool", fresh.register)
-        exec(compile(block.code, f"README.md:{block.line}", "exec"), {"__name__": "readme_snippet"})
+        exec(compile(block.code, str(block), "exec"), {"__name__": "readme_snippet"})
         tools = [n for n in ast.parse(block.code).body if isinstance(n, ast.AsyncFunctionDef | ast.FunctionDef)]
         registered = {t.name for t in fresh}
         assert registered and registered <= {t.name for t in tools}, (block, registered)
 
 
-def _imported(tree: ast.AST, line: int) -> dict[str, Any]:
+def _imported(tree: ast.AST, where: str) -> dict[str, Any]:
     """The names a snippet imports from django_mcp, checked to exist."""
     names: dict[str, Any] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "django_mcp":
             module = importlib.import_module(node.module)
             for alias in node.names:
-                assert hasattr(module, alias.name), f"README.md:{line}: {node.module} has no {alias.name!r}"
+                assert hasattr(module, alias.name), f"{where}: {node.module} has no {alias.name!r}"
                 names[alias.asname or alias.name] = getattr(module, alias.name)
     return names
 
@@ -147,14 +156,14 @@ def _callee(node: ast.Call, names: dict[str, Any]) -> tuple[str, Any] | None:
 def test_python_snippets_use_the_api_that_exists():
     """Imports from django_mcp resolve, and calls of what they import pass arguments it accepts."""
     calls = 0
-    for line, code in python_blocks():
+    for page, line, code in python_blocks():
         tree = ast.parse(code)
-        names = _imported(tree, line)
+        names = _imported(tree, f"{page}:{line}")
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call) or (callee := _callee(node, names)) is None:
                 continue
             label, target = callee
-            assert callable(target), f"README.md:{line}: {label} is not callable"
+            assert callable(target), f"{page}:{line}: {label} is not callable"
             try:
                 signature = inspect.signature(target)
             except (TypeError, ValueError):
@@ -165,12 +174,12 @@ def test_python_snippets_use_the_api_that_exists():
                 accepted = {p.name for p in params if p.kind not in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL)}
                 for keyword in node.keywords:
                     assert keyword.arg is None or keyword.arg in accepted, (
-                        f"README.md:{line + node.lineno}: {label}() takes no argument {keyword.arg!r}"
+                        f"{page}:{line + node.lineno}: {label}() takes no argument {keyword.arg!r}"
                     )
             if inspect.Parameter.VAR_POSITIONAL not in kinds:
                 positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
                 assert len(node.args) <= len(positional), (
-                    f"README.md:{line + node.lineno}: {label}() takes at most {len(positional)} positional arguments"
+                    f"{page}:{line + node.lineno}: {label}() takes at most {len(positional)} positional arguments"
                 )
             calls += 1
     assert calls >= 10
@@ -200,7 +209,9 @@ def test_excerpts_are_the_code_that_runs():
 def test_install_lines_name_our_distribution():
     name = distribution_name()
     assert name == "django-mcp-endpoint"
-    installs = re.findall(r"pip install\s+\"?(django[-_]mcp[\w-]*)", readme())
+    installs = [
+        found for _, text in page_texts() for found in re.findall(r"pip install\s+\"?(django[-_]mcp[\w-]*)", text)
+    ]
     assert installs and set(installs) == {name}, installs
     dev = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["optional-dependencies"]["dev"]
     assert any(requirement.startswith(f"{name}[") for requirement in dev), dev

@@ -29,7 +29,7 @@ SQLITE_HINT = (
     '"init_command": "PRAGMA journal_mode=WAL;"} so concurrent '
     "requests wait for the write lock instead of failing with 'database is locked'."
 )
-E002_HINT = "See the settings reference in django-mcp's README."
+E002_HINT = "See the settings reference in django-mcp's docs/settings.md."
 
 
 def ids(messages) -> list[str]:

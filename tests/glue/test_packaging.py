@@ -57,8 +57,15 @@ def test_the_sdist_builds_the_same_package(built):
     assert "django_mcp/templates/admin/django_mcp/task/change_form.html" in names
 
 
+def docs_text() -> str:
+    """The README and every page of ``docs/``."""
+    return "\n".join(
+        page.read_text(encoding="utf-8") for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    )
+
+
 def extras_named_in_docs() -> set[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = docs_text()
     named: set[str] = set()
     for brackets in re.findall(r"(?:django-mcp(?:-endpoint)?|\.)\[([a-z,]+)\]", text):
         named.update(brackets.split(","))
@@ -76,7 +83,7 @@ def test_every_extra_the_docs_name_exists():
 
 
 def test_no_install_line_names_an_unpublished_distribution():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = docs_text()
     for line in re.findall(r"pip install[^\n`]*", text):
         if " @" in line:
             continue  # a direct reference (git URL) names the distribution it builds

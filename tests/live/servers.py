@@ -53,19 +53,28 @@ class ServerHandle:
         self.proc, self.base, self.log = proc, base, log
 
     def output(self) -> str:
-        """Everything the process logged so far (pread: the file offset it shares with the process is left alone)."""
-        fd = self.log.fileno()
-        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+        return read_log(self.log)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        terminate(self.proc)
         self.log.close()
+
+
+def read_log(log: IO[bytes]) -> str:
+    """What a process wrote to ``log`` so far (pread: the file offset it shares with the process stays put)."""
+    fd = log.fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+
+
+def terminate(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 15) -> None:
+    """Send ``sig`` to a process we started, by its PID; kill it if it has not exited within ``timeout``."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
 
 
 def start(

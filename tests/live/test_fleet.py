@@ -24,7 +24,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from tests.live.http_listen import Listen
-from tests.live.servers import ROOT, Redis, cluster_env, start
+from tests.live.servers import ROOT, Redis, cluster_env, read_log, start, terminate
 from tests.wire import headers_for, request_body
 
 pytestmark = [
@@ -85,21 +85,12 @@ class DbWorker:
 
     def output(self) -> str:
         log = getattr(self.proc, "log", None)
-        if log is None:
-            return ""
-        log.seek(0)
-        return log.read().decode(errors="replace")
+        return "" if log is None else read_log(log)
 
     def stop(self) -> None:
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        terminate(self.proc, timeout=10)
         log = getattr(self.proc, "log", None)
         if log is not None:
             log.close()

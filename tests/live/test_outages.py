@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.live.servers import ROOT, Daphne, Redis, free_port
+from tests.live.servers import ROOT, Daphne, Redis, free_port, terminate
 from tests.wire import headers_for, initialize_body, request_body
 
 PG_BIN = next(iter(sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)), "")
@@ -129,13 +129,8 @@ class PrivatePostgres:
 
     def stop(self) -> None:
         """Fast shutdown (SIGINT) of our postmaster, by PID."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        if self.proc is not None:
+            terminate(self.proc, signal.SIGINT, timeout=30)
         self.proc = None
 
 
