@@ -1,4 +1,4 @@
-"""WSGI entry point of the example project (gunicorn): what a WSGI server can serve, see docs/deployment.md, "Under WSGI"."""
+"""WSGI entry point of the example project (gunicorn): what it serves, see docs/deployment.md, "Under WSGI"."""
 
 import os
 

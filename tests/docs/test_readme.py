@@ -44,7 +44,7 @@ from tests.readme_blocks import (
 )
 
 PYPROJECT = ROOT / "pyproject.toml"
-_FENCED = re.compile(r"^```(\w*)\n(.*?)\n```$", re.M | re.S)
+_FENCED = re.compile(r"^```([^`\n]*)\n(.*?)\n```$", re.M | re.S)  # info string: a language, or {directive} …
 
 
 def python_blocks() -> list[tuple[str, int, str]]:
