@@ -7,7 +7,9 @@ PyPI), ``<!-- group:kind [argument] -->``:
 * ``tasks-wire:run`` / ``tasks-wire:answer``: the curl session of the tasks wire, run here with
   bash against the example project under daphne, each answer compared with the one shown;
 * ``excerpt:PATH``: every function or class in the block is verbatim in ``PATH``, code the test
-  suite runs (the example project's tools run in ``tests/live/test_daphne.py`` and here).
+  suite runs (the example project's tools run in ``tests/live/test_daphne.py`` and here);
+* ``runs-in:TEST``: a shell block of a ``docs/`` page whose command the test module ``TEST`` runs
+  (every other shell block of those pages must be marked so).
 
 Every ``python`` block compiles, imports only names ``django_mcp`` has, and calls them with
 arguments they accept; every ``pip install`` names the distribution of ``pyproject.toml``; the
@@ -183,6 +185,37 @@ def test_python_snippets_use_the_api_that_exists():
                 )
             calls += 1
     assert calls >= 10
+
+
+def test_every_shell_block_of_the_docs_pages_is_run_by_a_test():
+    """A command a page of ``docs/`` shows is marked ``<!-- runs-in:TEST -->``, and TEST runs that program
+    on that target (the README's commands are run by the Quick start, example and test-command tests)."""
+    marked = {(b.page, b.line + 1) for b in marked_blocks("runs-in")} | {
+        (b.page, b.line + 1) for b in marked_blocks("tasks-wire")
+    }
+    for page, line, _code in shell_blocks():
+        assert (page, line) in marked, f"{page}:{line}: mark it <!-- runs-in:TEST --> with the test that runs it"
+    for block in marked_blocks("runs-in"):
+        test = ROOT / block.kind
+        assert test.is_file(), f"{block}: no test {block.kind}"
+        source = test.read_text(encoding="utf-8")
+        for command in re.split(r"&&|\n", block.code.split("  #")[0]):
+            words = [w for w in command.split() if not w.startswith("-") and not w[0].isdigit()]
+            program, target = words[0], words[-1]
+            if program == "pip":
+                continue  # the suite's venv has it installed
+            assert program in source and target in source, f"{block}: {block.kind} does not run {program} {target}"
+
+
+def shell_blocks() -> list[tuple[str, int, str]]:
+    """Every ``sh`` block of the pages of ``docs/``: its page, the line of its fence, its code."""
+    return [
+        (page, text.count("\n", 0, m.start()) + 1, m[2])
+        for page, text in page_texts()
+        if page != "README.md"
+        for m in _FENCED.finditer(text)
+        if m[1] in ("sh", "bash", "console")
+    ]
 
 
 def test_excerpts_are_the_code_that_runs():
