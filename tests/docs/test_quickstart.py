@@ -6,8 +6,8 @@ install ./django-mcp`` lines are stood in for by a fresh venv holding the wheel 
 build`` makes of this checkout (what that line installs, not editable). Its settings are appended
 to the generated ``mysite/settings.py``, its files written, ``manage.py migrate`` and ``manage.py
 check`` run, and ``manage.py runserver`` (daphne's) serves the project on 127.0.0.1 on a free port
-(with ``--noreload``, so the test stops exactly the process it started). Then the README's curl
-command must give the answer the README shows, and the README's client script, run with the
+(with ``--noreload``, so the test stops exactly the process it started). Then the tutorial's curl
+command (``docs/tutorial.md``) must give the answer it shows, and the README's client script, run with the
 official Python SDK (``mcp`` from ``tests/live/clients/install.py``'s cached venv), must print ``5``.
 
 Also here: ``mcp_path`` (the URL helper the Quick start mounts the endpoint with) serves ``/mcp``
@@ -170,7 +170,7 @@ def test_manage_py_check_prints_no_warning(quickstart):
 
 
 @live
-def test_the_readme_curl_gets_the_answer_the_readme_shows(quickstart, tmp_path):
+def test_the_tutorials_curl_gets_the_answer_it_shows(quickstart, tmp_path):
     command = marked_block("quickstart", "curl").code
     assert README_ADDRESS in command
     output, _ = run_shell(command.replace(README_ADDRESS, quickstart.address), quickstart.env, tmp_path)

@@ -189,10 +189,9 @@ def test_python_snippets_use_the_api_that_exists():
 
 def test_every_shell_block_of_the_docs_pages_is_run_by_a_test():
     """A command a page of ``docs/`` shows is marked ``<!-- runs-in:TEST -->``, and TEST runs that program
-    on that target (the README's commands are run by the Quick start, example and test-command tests)."""
-    marked = {(b.page, b.line + 1) for b in marked_blocks("runs-in")} | {
-        (b.page, b.line + 1) for b in marked_blocks("tasks-wire")
-    }
+    on that target; the Quick start's and the tasks wire's blocks are run by their own tests (the README's
+    commands too, by the Quick start, example and test-command tests)."""
+    marked = {(b.page, b.line + 1) for group in ("runs-in", "tasks-wire", "quickstart") for b in marked_blocks(group)}
     for page, line, _code in shell_blocks():
         assert (page, line) in marked, f"{page}:{line}: mark it <!-- runs-in:TEST --> with the test that runs it"
     for block in marked_blocks("runs-in"):
