@@ -152,7 +152,7 @@ class McpClient:
             if result.get("resultType") != "input_required" or self.answer is None:
                 return result
             answers = {
-                key: await self._answer(r["method"], r.get("params", {})) for key, r in result["inputRequests"].items()
+                key: await self._aanswer(r["method"], r.get("params", {})) for key, r in result["inputRequests"].items()
             }
             params = {**params, "inputResponses": answers}
             if "requestState" in result:
@@ -171,20 +171,20 @@ class McpClient:
 
     async def alist_tools(self) -> list[dict[str, Any]]:
         """Every tool, across pages."""
-        return await self._all("tools/list", "tools")
+        return await self._alist_all("tools/list", "tools")
 
     async def acall_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``tools/call``: the ``CallToolResult`` (``isError`` for a tool's own failure), or a task's handle."""
         return await self.arequest("tools/call", {"name": name, "arguments": dict(arguments or {})})
 
     async def alist_prompts(self) -> list[dict[str, Any]]:
-        return await self._all("prompts/list", "prompts")
+        return await self._alist_all("prompts/list", "prompts")
 
     async def aget_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> dict[str, Any]:
         return await self.arequest("prompts/get", {"name": name, "arguments": dict(arguments or {})})
 
     async def alist_resources(self) -> list[dict[str, Any]]:
-        return await self._all("resources/list", "resources")
+        return await self._alist_all("resources/list", "resources")
 
     async def aread_resource(self, uri: str) -> dict[str, Any]:
         return await self.arequest("resources/read", {"uri": uri})
@@ -360,18 +360,18 @@ class McpClient:
 
     async def _areply(self, request: dict[str, Any]) -> None:
         try:
-            reply: dict[str, Any] = {"result": await self._answer(request["method"], request.get("params", {}))}
+            reply: dict[str, Any] = {"result": await self._aanswer(request["method"], request.get("params", {}))}
         except McpError as refused:
             reply = {"error": {"code": refused.code, "message": refused.message}}
         await self._apost({"jsonrpc": "2.0", "id": request["id"], **reply})
 
-    async def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def _aanswer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if self.answer is None:
             raise McpError({"code": -32601, "message": f"This test client does not answer {method}"}, 200)
         answered = self.answer(method, params)
         return await answered if inspect.isawaitable(answered) else answered
 
-    async def _all(self, method: str, key: str) -> list[dict[str, Any]]:
+    async def _alist_all(self, method: str, key: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         cursor = None
         while True:
