@@ -81,11 +81,11 @@ def _connection_class() -> type[Any]:
 class _DatabasePool:
     """One database's pool on one loop; ``in_use`` counts the connections taken from it."""
 
-    __slots__ = ("alias", "database", "in_use", "limit", "name", "pool", "ready")
+    __slots__ = ("alias", "database", "in_use", "limit", "name", "pool", "ready", "refusals")
 
     def __init__(self, alias: str, database: BaseDatabaseWrapper, limit: int, given_up: Callable[[Any], None]) -> None:
         import psycopg
-        from psycopg_pool import AsyncConnectionPool
+        from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
         self.alias = alias
         self.database = database  # for its settings and converters: never connected
@@ -93,6 +93,7 @@ class _DatabasePool:
         self.limit = limit
         self.in_use = 0
         self.ready = False  # until its first connection opens: reads go to the store meanwhile
+        self.refusals = (PoolTimeout, PoolClosed)  # what getconn raises when no connection comes: imported once
         params = database.get_connection_params()
         # Django's cursor binds parameters on the client unless OPTIONS ask for the server's.
         client_side = issubclass(params.pop("cursor_factory"), psycopg.ClientCursor)
@@ -245,8 +246,6 @@ async def _atake(alias: str, *, wait: bool = False) -> tuple[_DatabasePool, Any]
     None until the pool's first connection is ready, and when none comes free within
     :data:`WAIT_SECONDS` (``wait``, while another is in use) or :data:`NO_WAIT_SECONDS`.
     """
-    from psycopg_pool import PoolClosed, PoolTimeout
-
     limit = get_tasks_settings().TASK_LOOP_CONNECTIONS
     if alias in _elsewhere or not limit:
         return None
@@ -270,7 +269,7 @@ async def _atake(alias: str, *, wait: bool = False) -> tuple[_DatabasePool, Any]
         return None
     try:
         link = await held.pool.getconn(WAIT_SECONDS if wait and held.in_use else NO_WAIT_SECONDS)
-    except (PoolTimeout, PoolClosed):
+    except held.refusals:
         return None
     held.in_use += 1
     if time.monotonic() - link.returned_at > IDLE_SECONDS:
