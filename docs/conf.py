@@ -24,16 +24,20 @@ release = __version__
 extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
+    "sphinx.ext.intersphinx",
     "sphinxcontrib.mermaid",
 ]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "_intersphinx"]
 
 # ```mermaid fences render on GitHub and, through sphinxcontrib-mermaid, here.
 myst_fence_as_directive = ["mermaid"]
 myst_heading_anchors = 3  # the pages link to each other's sections by their GitHub anchors
 myst_enable_extensions = ["colon_fence"]
+
+# Django's inventory is kept in the repository (see _intersphinx/README.txt): the docs build offline.
+intersphinx_mapping = {"django": ("https://docs.djangoproject.com/en/5.2/", "_intersphinx/django-5.2.inv")}
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"

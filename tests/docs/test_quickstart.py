@@ -4,7 +4,8 @@ The steps are the README's own blocks (``<!-- quickstart:... -->``, see ``tests/
 its shell lines run one by one (``django-admin`` as ``python -m django``). The venv and ``pip
 install ./django-mcp`` lines are stood in for by a fresh venv holding the wheel that ``python -m
 build`` makes of this checkout (what that line installs, not editable). Its settings are appended
-to the generated ``mysite/settings.py``, its files written, ``manage.py migrate`` and ``manage.py
+to the generated ``mysite/settings.py``, its files written (with the tutorial's async tool added to
+``myapp/tools.py``), ``manage.py migrate`` and ``manage.py
 check`` run, and ``manage.py runserver`` (daphne's) serves the project on 127.0.0.1 on a free port
 (with ``--noreload``, so the test stops exactly the process it started). Then the tutorial's curl
 command (``docs/tutorial.md``) must give the answer it shows, and the README's client script, run with the
@@ -111,6 +112,11 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickStart]
             target = project / str(block.argument)
             assert target.parent.is_dir(), f"{block}: no folder {target.parent.name}/ in the project"
             target.write_text(block.code + "\n")
+    for block in marked_blocks("quickstart"):
+        if block.kind == "add":  # the tutorial's next steps, added to a file written above
+            target = project / str(block.argument)
+            assert target.is_file(), f"{block}: adds to {block.argument}, which no earlier step writes"
+            target.write_text(target.read_text() + "\n\n" + block.code + "\n")
     state = QuickStart(project, env, python, ran=ran)
     server = None
     try:
@@ -155,6 +161,9 @@ def test_the_quick_start_runs_every_step_the_readme_shows(quickstart):
         "myapp/tools.py",
         "myapp/apps.py",
         "mysite/urls.py",
+    }
+    assert {(b.page, b.argument) for b in marked_blocks("quickstart") if b.kind == "add"} == {
+        ("docs/tutorial.md", "myapp/tools.py")
     }
 
 
@@ -217,7 +226,7 @@ def test_both_urls_answer_over_real_http(quickstart, path):
 
 
 @live
-def test_the_async_tool_and_its_tool_error(quickstart):
+def test_the_tutorials_async_tool_and_its_tool_error(quickstart):
     assert (
         _call(quickstart.base, "/mcp", "countdown", {"start": 1}).json()["result"]["content"][0]["text"] == "Liftoff!"
     )

@@ -30,7 +30,9 @@ import symtable
 import sys
 import time
 import tomllib
+import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -204,6 +206,52 @@ def test_every_shell_block_of_the_docs_pages_is_run_by_a_test():
             if program == "pip":
                 continue  # the suite's venv has it installed
             assert program in source and target in source, f"{block}: {block.kind} does not run {program} {target}"
+
+
+_LINK = re.compile(r"\]\(<?([^)\s>]+)>?\)")
+
+
+def _heading_anchors(text: str) -> set[str]:
+    """GitHub's (and MyST's ``myst_heading_anchors``) anchors of a page's headings."""
+    text = _FENCED.sub("", text)
+    return {
+        re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        for heading in re.findall(r"^#{1,6} (.+)$", text, re.M)
+    }
+
+
+def _inventory(path: Path) -> set[tuple[str, str]]:
+    """The ``(domain:type, name)`` entries of a Sphinx ``objects.inv`` (version 2: four header lines, zlib)."""
+    body = zlib.decompress(path.read_bytes().split(b"\n", 4)[4]).decode()
+    entries = set()
+    for line in body.splitlines():
+        found = re.match(r"(.+?)\s+(\S+:\S+)\s+-?\d+\s+\S+\s+.*", line)
+        if found:
+            entries.add((found[2], found[1]))
+    return entries
+
+
+def test_every_link_of_the_pages_leads_somewhere():
+    """A relative link names a file of the repository (and a heading of it, after ``#``); an ``inv:django``
+    link names an entry of the vendored inventory of Django's docs (what intersphinx resolves offline)."""
+    django = _inventory(ROOT / "docs" / "_intersphinx" / "django-5.2.inv")
+    checked = 0
+    for page, text in page_texts():
+        for target in _LINK.findall(_FENCED.sub("", text)):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            checked += 1
+            if target.startswith("inv:django:"):
+                kind, _, name = target.removeprefix("inv:django:").partition("#")
+                assert (kind, name) in django, f"{page}: {target} is not in Django's inventory"
+                continue
+            path, _, fragment = target.partition("#")
+            linked = (ROOT / page).parent / path if path else ROOT / page
+            assert linked.is_file(), f"{page}: the link {target} leads to no file"
+            if fragment and linked.suffix == ".md":
+                anchors = _heading_anchors(linked.read_text(encoding="utf-8"))
+                assert fragment in anchors, f"{page}: {target} names no heading of {path or page}"
+    assert checked >= 30
 
 
 def shell_blocks() -> list[tuple[str, int, str]]:
