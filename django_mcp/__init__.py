@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from .endpoint import McpServer
 from .protocol.errors import McpJsonRpcError
+from .publish.ninja import publish_ninja
+from .publish.queries import publish_query
 from .server.context import McpRequest
 from .server.definitions import DefinitionError
 from .server.extensions import ExtensionMethod, ExtensionPlugin, ExtensionResult, ListenSubscription
@@ -76,6 +78,8 @@ __all__ = [
     "notify_resource_updated",
     "prompt",
     "prompts",
+    "publish_ninja",
+    "publish_query",
     "registry",
     "resource",
     "resources",

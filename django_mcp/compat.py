@@ -80,3 +80,32 @@ def pool_idle_connections(pool: Any) -> list[Any]:
     taken = list(idle)
     idle.clear()
     return taken
+
+
+def ninja_operations(api: Any) -> list[tuple[Any, Any]]:
+    """``(router, operation)`` for every operation django-ninja serves for ``api``, as its URLs serve them.
+
+    Ninja 1.6+ binds a copy of each router's operations to the API (inherited auth, throttles, decorators)
+    when it first builds its URLs or schema; only those copies run as the API runs, and they are reachable
+    only through ``_get_bound_routers()`` (the router returned is the one the project wrote, its
+    ``template``). Before 1.6 the routers' own operations were bound, listed in ``_routers``.
+    """
+    if hasattr(api, "_get_bound_routers"):
+        pairs = [(bound.template, bound.path_operations) for bound in api._get_bound_routers()]
+    else:
+        pairs = [(router, router.path_operations) for _, router in api._routers]
+    return [
+        (router, operation)
+        for router, path_operations in pairs
+        for path_view in path_operations.values()
+        for operation in path_view.operations
+    ]
+
+
+def skip_csrf_check(request: HttpRequest) -> None:
+    """Make ``CsrfViewMiddleware`` accept ``request`` (the flag its ``process_view`` reads, as the test client sets).
+
+    A published operation's inner request carries no cookie a browser could have sent on its own, so there is
+    no forgery to guard against; django-ninja's and DRF's session auth run the middleware's check themselves.
+    """
+    request._dont_enforce_csrf_checks = True  # type: ignore[attr-defined]

@@ -22,6 +22,7 @@ INSTALLED_APPS = [
     "oauth2_provider",
     "django_mcp",
     "tests.toolapp",
+    "tests.publishapp",
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",

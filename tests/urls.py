@@ -4,6 +4,8 @@ from django.urls import include, path
 from django_mcp import mcp_path
 
 from . import oauth, servers, task_servers, timeouts
+from .publishapp.api import api as publish_api
+from .publishapp.server import publish_server
 
 # Each form of mounting an endpoint, each serving its route with and without the trailing slash.
 urlpatterns = [
@@ -24,4 +26,6 @@ urlpatterns = [
     path("mcp-fair", task_servers.fair_server.urls),
     path("mcp-owner-cap", task_servers.owner_cap_server.urls),
     path("mcp-fleet", include("tests.fleetapp.urls")),
+    path("mcp-publish", publish_server.urls),
+    path("publish-api/", publish_api.urls),
 ]

@@ -85,3 +85,36 @@ def test_psycopg_pool_still_keeps_its_idle_connections_in_a_deque():
     pool._pool.append(idle)
     assert compat.pool_idle_connections(pool) == [idle] and not pool._pool  # taken out, as close() does
     assert compat.pool_idle_connections(object()) == []
+
+
+def test_ninja_still_lists_the_operations_bound_to_an_api():
+    from ninja import NinjaAPI, Router
+
+    api, router, nested = NinjaAPI(urls_namespace="compat_ninja"), Router(auth=lambda request: True), Router()
+
+    @router.get("/a")
+    def a(request):
+        return {}
+
+    @nested.post("/b")
+    def b(request):
+        return {}
+
+    router.add_router("/nested", nested)
+    api.add_router("/r", router)
+    found = compat.ninja_operations(api)
+    assert [(owner, operation.view_func) for owner, operation in found] == [(router, a), (nested, b)]
+    assert all(operation.api is api for _, operation in found)
+    assert found[1][1].auth_callbacks == found[0][1].auth_callbacks != []  # the nested one inherits the auth
+
+
+def test_csrf_middleware_still_honours_the_flag_that_skips_its_check():
+    from django.middleware.csrf import CsrfViewMiddleware
+    from django.test import RequestFactory
+
+    request = RequestFactory().post("/", {}, HTTP_COOKIE="csrftoken=x")
+    middleware = CsrfViewMiddleware(lambda r: None)
+    assert middleware.process_view(request, lambda r: None, (), {}) is not None  # refused without a token
+    request = RequestFactory().post("/", {})
+    compat.skip_csrf_check(request)
+    assert middleware.process_view(request, lambda r: None, (), {}) is None

@@ -1,0 +1,1 @@
+"""Publishing what a project already has as tools: model queries, django-ninja operations."""

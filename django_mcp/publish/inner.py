@@ -1,0 +1,58 @@
+"""The Django request a published operation runs on: made from the MCP request, as its own user."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+from django.core.handlers.wsgi import WSGIRequest
+
+from ..compat import skip_csrf_check
+from ..server.context import McpRequest
+
+# What the inner request keeps of the MCP request's environment: where it was served, and from where.
+_KEPT = ("SERVER_NAME", "SERVER_PORT", "HTTP_HOST", "REMOTE_ADDR", "wsgi.url_scheme", "SCRIPT_NAME")
+
+
+def inner_request(
+    request: McpRequest, method: str, path: str, query: Mapping[str, Any], body: Any = None
+) -> WSGIRequest:
+    """A ``WSGIRequest`` for ``method path?query`` with ``body`` as JSON, whose ``user`` is the MCP caller's.
+
+    Nothing else of the MCP request goes in: no ``Authorization`` header or cookie is passed on (an MCP
+    token is for this server only), so the operation's auth sees the caller as ``request.user``, as Django's
+    session auth does. The CSRF check is off: it guards a browser's ambient cookies, and none are here.
+    """
+    outer = request.http_request.META
+    payload = b"" if body is None else json.dumps(body).encode()
+    environ: dict[str, Any] = {key: outer[key] for key in _KEPT if key in outer}
+    environ.setdefault("SERVER_NAME", "localhost")
+    environ.setdefault("SERVER_PORT", "80")
+    environ.setdefault("wsgi.url_scheme", "http")
+    environ.update(
+        {
+            "REQUEST_METHOD": method.upper(),
+            "PATH_INFO": path,
+            "QUERY_STRING": urlencode([(k, _text(v)) for k, v in _pairs(query)]),
+            "CONTENT_TYPE": "application/json" if body is not None else "",
+            "CONTENT_LENGTH": str(len(payload)),
+            "wsgi.input": io.BytesIO(payload),
+        }
+    )
+    inner = WSGIRequest(environ)
+    inner.user = request.user
+    skip_csrf_check(inner)
+    return inner
+
+
+def _pairs(query: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    return [(key, item) for key, value in query.items() for item in (value if isinstance(value, list) else [value])]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else json.dumps(value) if isinstance(value, dict) else str(value)
