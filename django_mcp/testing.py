@@ -19,7 +19,6 @@ the response stream alike.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import inspect
 import json
@@ -34,7 +33,7 @@ from django.core.asgi import get_asgi_application
 from django.test import AsyncClient
 
 from .protocol.handshake import HANDSHAKE_VERSIONS
-from .protocol.headers import param_headers
+from .protocol.headers import encode_value, param_headers
 from .protocol.validation import PROTOCOL_VERSION
 from .server.dispatch import CORE_NAME_PARAMS
 
@@ -270,7 +269,7 @@ class McpClient:
             headers["Mcp-Method"] = method
             name_param = _NAME_PARAMS.get(method)
             if name_param and isinstance(body["params"].get(name_param), str):
-                headers["Mcp-Name"] = _header_value(body["params"][name_param])
+                headers["Mcp-Name"] = encode_value(body["params"][name_param])
             if method == "tools/call":
                 headers.update(await self._aparam_headers(body["params"]["name"], body["params"]["arguments"]))
         if self.modern and "MCP-Protocol-Version" not in headers:
@@ -324,7 +323,7 @@ class McpClient:
                 value = value.get(key) if isinstance(value, Mapping) else None
             if value is not None:
                 text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-                headers[spec.header] = _header_value(text)
+                headers[spec.header] = encode_value(text)
         return headers
 
     async def _aresult(self, response: Any) -> dict[str, Any]:
@@ -380,10 +379,3 @@ class McpClient:
             cursor = page.get("nextCursor")
             if not cursor:
                 return items
-
-
-def _header_value(value: str) -> str:
-    """A routing header's value: as is when it is plain visible ASCII, else the base64 sentinel form."""
-    if value.isascii() and value.isprintable() and value == value.strip() and not value.startswith("=?base64?"):
-        return value
-    return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="

@@ -44,6 +44,13 @@ def decode_value(raw: str, header: str) -> str:
     return value
 
 
+def encode_value(value: str) -> str:
+    """A routing header's value as a client sends it: as is when plain visible ASCII, else the base64 sentinel."""
+    if value.isascii() and value.isprintable() and value == value.strip() and not value.startswith(_SENTINEL_PREFIX):
+        return value
+    return _SENTINEL_PREFIX + base64.b64encode(value.encode()).decode() + _SENTINEL_SUFFIX
+
+
 @dataclass(frozen=True)
 class ParamHeader:
     """A tool argument mirrored into an ``Mcp-Param-{name}`` header."""

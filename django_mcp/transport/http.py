@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from django.conf import settings as django_settings
@@ -56,7 +57,7 @@ def _too_big(limit: int) -> Rejection:
     return Rejection(error)
 
 
-def read_body(request: HttpRequest, headers: dict[str, str], limit: int) -> bytes:
+def read_body(request: HttpRequest, headers: Mapping[str, str], limit: int) -> bytes:
     """The body, or a 413 rejection past ``limit`` bytes (never holding more than ``limit + 1``)."""
     declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:

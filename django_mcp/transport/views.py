@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -89,7 +90,12 @@ async def ahandle_post(server: McpServer, request: HttpRequest) -> HttpResponseB
     """Run the ladder over one POST, then hand it to its era's front."""
     request.get_host()  # enforce ALLOWED_HOSTS (DNS rebinding) even without CommonMiddleware
     lifecycle.install_signal_handlers()
-    headers = request_headers(request)
+    return await aserve_message(server, request, request_headers(request))
+
+
+async def aserve_message(server: McpServer, request: HttpRequest, headers: Mapping[str, str]) -> HttpResponseBase:
+    """The ladder and the era's front for one message: what a POST gets once its host is accepted
+    (and what stdio gets for each line)."""
     settings = get_settings()
     try:
         body = read_body(request, headers, settings.MAX_REQUEST_BYTES)

@@ -1,11 +1,12 @@
 """Drive a django-mcp server with the official Python SDK client (``mcp`` 2.x).
 
-``<venv python> py_client.py URL --mode legacy|auto [--skip-elicitation] [--task-tools [--required-tool NAME]]``
+``<venv python> py_client.py URL|stdio --mode legacy|auto [--skip-elicitation] [--task-tools [--required-tool NAME]]``
 
 Runs in the SDK's own venv (see ``install.py``), so it imports nothing from
-this repository. ``Client(url, mode=...)``: ``"legacy"`` forces the
-``initialize`` handshake (2025-11-25), ``"auto"`` probes ``server/discover``
-and adopts 2026-07-28 when the server answers it (falling back to the
+this repository. ``stdio`` instead of a URL starts the server the SDK's stdio client way, from the
+command in ``$DJANGO_MCP_STDIO`` (JSON: ``command``, ``args``, ``cwd``, ``env``).
+``Client(url, mode=...)``: ``"legacy"`` forces the ``initialize`` handshake (2025-11-25),
+``"auto"`` probes ``server/discover`` and adopts 2026-07-28 when the server answers it (falling back to the
 handshake otherwise). Steps: connect, ``tools/list``, ``tools/call echo
 {"text": "hi"}``, then an elicitation round trip through ``test_elicitation``
 (a server→client ``elicitation/create`` in the handshake era, an MRTR
@@ -25,6 +26,8 @@ stdout; exit code 0 = every step passed.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -89,7 +92,7 @@ async def _drive(
 
     soft_failures: list[tuple[str, str]] = []
 
-    client = Client(url, mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=20)
+    client = Client(_target(url), mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=20)
     started = time.monotonic()
     summary["failed_step"] = "connect"
     async with client:
@@ -168,6 +171,15 @@ async def _drive(
         summary["failed_step"], summary["error"] = soft_failures[0][0], f"StepFailed: {soft_failures[0][1]}"
         return
     summary["ok"] = True
+
+
+def _target(url: str) -> Any:
+    """A URL, or for ``stdio`` the command in ``$DJANGO_MCP_STDIO`` (JSON: command, args, cwd, env) to start."""
+    if url != "stdio":
+        return url
+    from mcp.client.stdio import StdioServerParameters
+
+    return StdioServerParameters(**json.loads(os.environ["DJANGO_MCP_STDIO"]))
 
 
 def main() -> int:

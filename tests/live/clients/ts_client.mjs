@@ -1,7 +1,9 @@
 // Drive a django-mcp server with the official TypeScript SDK 1.x client (handshake era).
 //
-//   node ts_client.mjs URL [--skip-elicitation] [--task-tools [--required-tool NAME]]
+//   node ts_client.mjs URL|stdio [--skip-elicitation] [--task-tools [--required-tool NAME]]
 //
+// stdio instead of a URL starts the server with StdioClientTransport, from the command in
+// $DJANGO_MCP_STDIO (JSON: command, args, cwd, env).
 // DJANGO_MCP_TS_SDK must name the installed package folder
 // (.../node_modules/@modelcontextprotocol/sdk, see install.py). Steps: connect
 // with StreamableHTTPClientTransport (initialize + notifications/initialized,
@@ -57,7 +59,10 @@ async function main() {
     elicitations.push(request.params);
     return { action: 'accept', content: ANSWER };
   });
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const transport =
+    url === 'stdio'
+      ? new (await load('client/stdio.js')).StdioClientTransport(JSON.parse(process.env.DJANGO_MCP_STDIO))
+      : new StreamableHTTPClientTransport(new URL(url));
   try {
     await step('connect', async () => {
       await client.connect(transport);
