@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from .endpoint import McpServer
 from .protocol.errors import McpJsonRpcError
+from .publish.drf import publish_drf
 from .publish.ninja import publish_ninja
 from .publish.queries import publish_query
 from .server.context import McpRequest
@@ -78,6 +79,7 @@ __all__ = [
     "notify_resource_updated",
     "prompt",
     "prompts",
+    "publish_drf",
     "publish_ninja",
     "publish_query",
     "registry",

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
 from django.core.handlers.wsgi import WSGIRequest
+from django.http import HttpResponseBase
 
 from ..compat import skip_csrf_check
 from ..server.context import McpRequest
+
+logger = logging.getLogger("django_mcp")
 
 # What the inner request keeps of the MCP request's environment: where it was served, and from where.
 _KEPT = ("SERVER_NAME", "SERVER_PORT", "HTTP_HOST", "REMOTE_ADDR", "wsgi.url_scheme", "SCRIPT_NAME")
@@ -39,6 +43,7 @@ def inner_request(
             "QUERY_STRING": urlencode([(k, _text(v)) for k, v in _pairs(query)]),
             "CONTENT_TYPE": "application/json" if body is not None else "",
             "CONTENT_LENGTH": str(len(payload)),
+            "HTTP_ACCEPT": "application/json",
             "wsgi.input": io.BytesIO(payload),
         }
     )
@@ -56,3 +61,31 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return value if isinstance(value, str) else json.dumps(value) if isinstance(value, dict) else str(value)
+
+
+def tool_answer(response: HttpResponseBase, wrapped: bool) -> dict[str, Any]:
+    """The tool result of an operation's HTTP answer: its JSON (as structured content when it is an object, or
+    wrapped in ``result`` for a schema that says so), or ``HTTP <status>: <detail>`` as an error the model reads.
+    A server error's body (a traceback under ``DEBUG``) is never passed on."""
+    status = response.status_code
+    raw = getattr(response, "content", b"")
+    is_json = response.get("Content-Type", "").startswith("application/json")
+    data = json.loads(raw) if raw and is_json else None
+    if status >= 500:
+        logger.error("A published operation answered HTTP %s", status)
+        return _error(f"HTTP {status}: the operation failed")
+    if status >= 400:
+        detail = data.get("detail", data) if isinstance(data, dict) else (data or raw.decode(errors="replace"))
+        text = detail if isinstance(detail, str) else json.dumps(detail)
+        return _error(f"HTTP {status}: {text}")
+    if data is None:
+        return {"content": [{"type": "text", "text": raw.decode(errors="replace") or f"HTTP {status}"}]}
+    result: dict[str, Any] = {"content": [{"type": "text", "text": json.dumps(data)}]}
+    structured = {"result": data} if wrapped else data
+    if isinstance(structured, dict):
+        result["structuredContent"] = structured
+    return result
+
+
+def _error(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}

@@ -8,12 +8,9 @@ answers exactly as it does for its HTTP clients. Its answer becomes the tool's r
 
 from __future__ import annotations
 
-import json
-import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from django.http import HttpResponseBase
 from django.urls import NoReverseMatch
 
 from ..compat import ninja_operations
@@ -22,9 +19,8 @@ from ..server.definitions import DefinitionError
 from ..server.tools.definition import Tool
 from ..server.tools.registry import ToolRegistry
 from ..server.tools.registry import registry as default_registry
-from .inner import inner_request
-
-logger = logging.getLogger("django_mcp")
+from .inner import inner_request, tool_answer
+from .openapi import output_schema, tool_input_schema
 
 _ANNOTATIONS = {
     "GET": {"readOnlyHint": True},
@@ -102,107 +98,22 @@ def _publish(
     if getattr(operation, "stream_format", None):
         raise DefinitionError(f"Tool {tool_name!r}: a streaming operation cannot be a tool")
     method = operation.methods[0].upper()
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    located: dict[str, str] = {}
-    for parameter in details.get("parameters", []):
-        where, name = parameter["in"], parameter["name"]
-        if where not in ("path", "query"):
-            raise DefinitionError(f"Tool {tool_name!r}: the operation takes {name!r} from the {where}")
-        properties[name] = dict(parameter.get("schema", {}))
-        if parameter.get("description"):
-            properties[name].setdefault("description", parameter["description"])
-        located[name] = where
-        if parameter.get("required"):
-            required.append(name)
-    body = details.get("requestBody")
-    if body is not None:
-        content = body.get("content", {})
-        if set(content) != {"application/json"}:
-            raise DefinitionError(f"Tool {tool_name!r}: the operation takes {', '.join(content)}; only JSON bodies")
-        if "body" in properties:
-            raise DefinitionError(f"Tool {tool_name!r}: a parameter named 'body' would hide the request body")
-        properties["body"] = content["application/json"]["schema"]
-        if body.get("required"):
-            required.append("body")
-    input_schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        input_schema["required"] = required
-    output_schema, wrapped = _output_schema(details.get("responses", {}), definitions)
+    input_schema, located = tool_input_schema(tool_name, details, definitions)
+    output, wrapped = output_schema(details.get("responses", {}), definitions)
     text = "\n\n".join(part for part in (details.get("summary"), details.get("description")) if part)
     handler = _handler(api, operation, method, path, located, wrapped)
     target.register(
         handler,
         name=tool_name,
         description=text or None,
-        input_schema=_with_definitions(input_schema, definitions),
-        output_schema=_with_definitions(output_schema, definitions) if output_schema is not None else None,
+        input_schema=input_schema,
+        output_schema=output,
         annotations={**_ANNOTATIONS.get(method, {}), **tool_options.get("annotations", {})},
         **{key: value for key, value in tool_options.items() if key != "annotations"},
     )
     published = target.get(tool_name)
     assert published is not None
     return published
-
-
-def _output_schema(responses: Mapping[Any, Any], definitions: Mapping[str, Any]) -> tuple[dict[str, Any] | None, bool]:
-    """The tool's output schema from the first 2xx JSON response, and whether it wraps a non-object in ``result``.
-
-    MCP wants an object at the top: a reference to an object schema is replaced by that schema.
-    """
-    for status in sorted(str(code) for code in responses if str(code).startswith("2")):
-        response = responses.get(status, responses.get(int(status), {}))
-        schema = response.get("content", {}).get("application/json", {}).get("schema")
-        if schema is None:
-            return None, False
-        ref = schema.get("$ref", "")
-        target = definitions.get(ref.rsplit("/", 1)[-1], {}) if ref.startswith("#/components/schemas/") else schema
-        if target.get("type") == "object":
-            return dict(target), False
-        return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
-    return None, False
-
-
-def _with_definitions(schema: dict[str, Any], definitions: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` with the component schemas it uses as ``$defs``, every reference made local to it."""
-    used = _referenced(schema, definitions)
-    if used:
-        schema = {**schema, "$defs": {name: definitions[name] for name in sorted(used)}}
-    return dict(_local_refs(schema))
-
-
-def _referenced(schema: Any, definitions: Mapping[str, Any], seen: set[str] | None = None) -> set[str]:
-    """The component schemas ``schema`` refers to, directly or through each other."""
-    seen = set() if seen is None else seen
-    if isinstance(schema, dict):
-        ref = schema.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
-            name = ref.rsplit("/", 1)[1]
-            if name not in seen and name in definitions:
-                seen.add(name)
-                _referenced(definitions[name], definitions, seen)
-        for value in schema.values():
-            _referenced(value, definitions, seen)
-    elif isinstance(schema, list):
-        for value in schema:
-            _referenced(value, definitions, seen)
-    return seen
-
-
-def _local_refs(schema: Any) -> Any:
-    """``schema`` with OpenAPI's ``#/components/schemas/X`` references pointing at ``#/$defs/X``."""
-    if isinstance(schema, dict):
-        return {
-            key: (
-                value.replace("#/components/schemas/", "#/$defs/")
-                if key == "$ref" and isinstance(value, str)
-                else _local_refs(value)
-            )
-            for key, value in schema.items()
-        }
-    if isinstance(schema, list):
-        return [_local_refs(value) for value in schema]
-    return schema
 
 
 def _handler(
@@ -226,38 +137,12 @@ def _handler(
 
         async def acall_operation(request: McpRequest, **arguments: Any) -> dict[str, Any]:
             inner, path_args = prepared(request, arguments)
-            return _result(await operation.run(inner, **path_args), wrapped)
+            return tool_answer(await operation.run(inner, **path_args), wrapped)
 
         return acall_operation
 
     def call_operation(request: McpRequest, **arguments: Any) -> dict[str, Any]:
         inner, path_args = prepared(request, arguments)
-        return _result(operation.run(inner, **path_args), wrapped)
+        return tool_answer(operation.run(inner, **path_args), wrapped)
 
     return call_operation
-
-
-def _result(response: HttpResponseBase, wrapped: bool) -> dict[str, Any]:
-    """The tool result of the operation's answer: its JSON as structured content, or its error as an error."""
-    status = response.status_code
-    raw = getattr(response, "content", b"")
-    is_json = response.get("Content-Type", "").startswith("application/json")
-    data = json.loads(raw) if raw and is_json else None
-    if status >= 500:
-        logger.error("A published operation answered HTTP %s", status)
-        return _error(f"HTTP {status}: the operation failed")
-    if status >= 400:
-        detail = data.get("detail", data) if isinstance(data, dict) else (data or raw.decode(errors="replace"))
-        text = detail if isinstance(detail, str) else json.dumps(detail)
-        return _error(f"HTTP {status}: {text}")
-    if data is None:
-        return {"content": [{"type": "text", "text": raw.decode(errors="replace") or f"HTTP {status}"}]}
-    result: dict[str, Any] = {"content": [{"type": "text", "text": json.dumps(data)}]}
-    structured = {"result": data} if wrapped else data
-    if isinstance(structured, dict):
-        result["structuredContent"] = structured
-    return result
-
-
-def _error(text: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "isError": True}

@@ -6,10 +6,11 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from django_mcp import McpRequest, McpServer, ToolRegistry, publish_ninja, publish_query
+from django_mcp import McpRequest, McpServer, ToolRegistry, publish_drf, publish_ninja, publish_query
 from django_mcp.tasks import McpTasks
 
 from .api import api, books
+from .drf import BookViewSet, Stats
 from .models import Book
 
 tools = ToolRegistry("publish")
@@ -43,5 +44,8 @@ publish_query(
     registry=tools,
 )
 publish_query(Book.objects.filter(year__lt=2000), name="old_books", fields={"title": []}, registry=tools)
+
+publish_drf(BookViewSet, basename="drf_books", registry=tools)
+publish_drf(Stats, basename="drf_stats", registry=tools)
 
 publish_server = McpServer(tools=tools, urls_namespace="publish", extension_plugins=[McpTasks()])
