@@ -26,8 +26,6 @@ from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR
 from ..protocol.handshake import SESSION_HEADER
 from ..protocol.headers import encode_value
 from ..protocol.jsonrpc import META_PROTOCOL_VERSION
-from ..server.lifecycle import lifecycle
-from ..server.listen import close_listen_streams
 from .views import aserve_message
 
 if TYPE_CHECKING:
@@ -45,6 +43,7 @@ class StdioSession:
         self.session_id: str | None = None
         self.negotiated: str | None = None
         self.in_flight: dict[str, asyncio.Task[None]] = {}
+        self.listening: set[str] = set()  # the keys of in-flight subscriptions/listen requests
 
     async def aserve(self, lines: AsyncIterator[bytes | None]) -> None:
         """Serve every line until the input ends; then cancel what is still answering and wind down.
@@ -62,15 +61,16 @@ class StdioSession:
             await self._aend()
 
     async def _aend(self) -> None:
-        """The input ended (the client's way to stop a stdio server): listen streams end, requests in
-        flight get the grace period to answer, then the shutdown hooks run (tasks wind down)."""
-        close_listen_streams()
+        """The input ended (the client's way to stop a stdio server): its listen streams end, its other
+        requests in flight get the grace period to answer. (The command then shuts the process down.)"""
+        for key in self.listening & set(self.in_flight):
+            self.in_flight[key].cancel()
         if self.in_flight:
-            _, late = await asyncio.wait(list(self.in_flight.values()), timeout=get_settings().SHUTDOWN_GRACE_SECONDS)
+            tasks = list(self.in_flight.values())
+            _, late = await asyncio.wait(tasks, timeout=get_settings().SHUTDOWN_GRACE_SECONDS)
             for task in late:
                 task.cancel()
-            await asyncio.gather(*late, return_exceptions=True)
-        await lifecycle.agraceful_shutdown()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _areceive(self, line: bytes) -> None:
         try:
@@ -95,10 +95,16 @@ class StdioSession:
                 return
             task = asyncio.create_task(self._aanswer(message, line))
             self.in_flight[key] = task
-            task.add_done_callback(lambda _: self.in_flight.pop(key, None))
+            if method == "subscriptions/listen":
+                self.listening.add(key)
+            task.add_done_callback(lambda _: self._forget(key))
             return
         # In order: initialize (what follows needs its session), notifications, the client's replies.
         await self._aanswer(message, line)
+
+    def _forget(self, key: str) -> None:
+        self.in_flight.pop(key, None)
+        self.listening.discard(key)
 
     async def _aanswer(self, message: dict[str, Any], line: bytes) -> None:
         async with ThreadSensitiveContext():  # as Django's ASGI handler: this message's sync code in its own thread

@@ -7,8 +7,10 @@ import os
 import time
 from pathlib import Path
 
-from django_mcp import McpServer, ToolRegistry, elicit
+from django_mcp import McpServer, ToolRegistry, elicit, publish_ninja, publish_query
 from django_mcp.tasks import McpTasks, TaskRequest, current_task
+from tests.publishapp.api import api as publish_api
+from tests.publishapp.models import Book
 
 fleet_tools = ToolRegistry(name="fleet")
 FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
@@ -82,6 +84,10 @@ async def bounded(request: TaskRequest, seconds: float = 5) -> str:
     await asyncio.sleep(seconds)
     return "done"
 
+
+# Published operations run on the fleet like hand-written bodies (the worker imports the same URLconf).
+publish_ninja(publish_api, "whoami", registry=fleet_tools, prefix="fleet_", task_support="required")
+publish_query(Book, name="fleet_titles", fields={"title": ["icontains"]}, registry=fleet_tools, task_support="required")
 
 fleet_server = McpServer(
     tools=fleet_tools,

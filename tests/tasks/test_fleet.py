@@ -25,6 +25,7 @@ from django_mcp.tasks.plugin import cancel_task
 from django_mcp.tasks.store import operations
 from tests.fleet_calls import CLIENT, NAMESPACE, PATH, TENANT, create, rpc
 from tests.fleetapp.servers import fleet_server, fleet_tools
+from tests.publishapp.models import Book
 from tests.task_servers import stop_all_tasks
 from tests.wire import post, request_body
 
@@ -158,6 +159,23 @@ async def test_the_rebuilt_request_carries_user_capabilities_and_version(async_c
     assert request.params == {"name": "whoami", "arguments": {}}
     assert request.client_capabilities == CLIENT
     assert dict(request.headers) == {}
+
+
+async def test_published_operations_run_on_the_worker_as_the_caller(async_client, django_user_model):
+    from django.contrib.auth.models import Permission
+
+    user = await django_user_model.objects.acreate(username="ada")
+    await user.user_permissions.aadd(
+        await Permission.objects.aget(codename="view_book", content_type__app_label="publishapp")
+    )
+    await async_client.aforce_login(user)
+    await Book.objects.acreate(title="Dune", year=1965)
+    whoami = await create(async_client, "fleet_whoami")
+    titles = await create(async_client, "fleet_titles", {"filter": {"title__icontains": "dun"}})
+    assert await fleet.arun(whoami["taskId"], NAMESPACE) == "completed"
+    assert await fleet.arun(titles["taskId"], NAMESPACE) == "completed"
+    assert json.loads((await row(whoami["taskId"])).result["content"][0]["text"]) == {"username": "ada"}
+    assert (await row(titles["taskId"])).result["structuredContent"]["results"] == [{"title": "Dune"}]
 
 
 def _load_user(task_id):

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_mcp.conf import get_settings
 from django_mcp.endpoint import server_at
+from django_mcp.server.lifecycle import lifecycle
 from django_mcp.transport.stdio import StdioSession, aread_lines
 
 
@@ -78,6 +79,7 @@ def _line_writer(out: BinaryIO) -> Any:
 
 async def _aserve(session: StdioSession) -> None:
     await session.aserve(_alines())
+    await lifecycle.agraceful_shutdown()  # as on SIGTERM: running tasks get the grace period
 
 
 async def _alines() -> AsyncIterator[bytes | None]:
