@@ -266,8 +266,10 @@ def shell_blocks() -> list[tuple[str, int, str]]:
 
 
 def test_excerpts_are_the_code_that_runs():
-    blocks = marked_blocks("excerpt")
-    assert blocks, "no <!-- excerpt:PATH --> block in README.md"
+    """``<!-- excerpt:PATH -->`` (task tools, also run alone above) and ``<!-- source:PATH -->`` blocks: each
+    function and class they show is verbatim in PATH."""
+    blocks = marked_blocks("excerpt") + marked_blocks("source")
+    assert marked_blocks("excerpt") and marked_blocks("source"), "no excerpt or source block in the docs"
     for block in blocks:
         source = (ROOT / block.kind).read_text(encoding="utf-8")
         definitions = [

@@ -95,6 +95,10 @@ def test_example_project_serves_its_demo_tools(example_url):
         "render",
         "delete_everything",
         "crunch",
+        "list_books",  # published from the demo's ninja API
+        "get_book",
+        "add_book",
+        "find_books",  # a published model query
     }
     _, crunched = rpc(example_url, "tools/call", {"name": "crunch", "arguments": {"n": 4}})  # no tasks declared
     assert crunched["result"]["content"][0]["text"] == "The sum of the squares below 4 is 14."
@@ -102,6 +106,21 @@ def test_example_project_serves_its_demo_tools(example_url):
     assert stats["result"]["structuredContent"] == {"words": 3, "unique": 2, "most_common": ["a", "b"]}
     _, echoed = rpc(example_url, "tools/call", {"name": "echo", "arguments": {"text": "hi", "times": 2}})
     assert echoed["result"]["content"][0]["text"] == "hi hi"
+
+
+def test_example_project_publishes_its_api_and_a_query(example_url):
+    """The demo's ninja operations and model query as tools, over real HTTP; add_book's own auth refuses."""
+    added = rpc(
+        example_url, "tools/call", {"name": "add_book", "arguments": {"body": {"title": "T", "author": "A", "year": 1}}}
+    )
+    assert added[1]["result"] == {**added[1]["result"], "isError": True}
+    assert added[1]["result"]["content"][0]["text"] == "HTTP 401: Unauthorized"
+    _, listed = rpc(example_url, "tools/call", {"name": "list_books", "arguments": {"author": "nobody"}})
+    assert listed["result"]["structuredContent"] == {"result": []}
+    _, found = rpc(example_url, "tools/call", {"name": "find_books", "arguments": {"filter": {"year__gte": 3000}}})
+    assert found["result"]["structuredContent"] == {"results": [], "hasMore": False, "nextOffset": None}
+    _, refused = rpc(example_url, "tools/call", {"name": "find_books", "arguments": {"filter": {"added_by": 1}}})
+    assert refused["error"]["code"] == -32602
 
 
 EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
