@@ -106,6 +106,18 @@ def test_the_transport_never_imports_the_tasks_room_or_the_glue(path):
     assert not crossing, f"{path.name} imports {sorted(crossing)}"
 
 
+@pytest.mark.parametrize("path", modules_in("publish"), ids=lambda p: p.name)
+def test_publishing_builds_on_the_core_only(path):
+    # Published tools are tool definitions like any other: no front, no extension, no glue.
+    crossing = {
+        m
+        for m in imported_modules(path)
+        if m.startswith(("django_mcp.tasks", "django_mcp.transport", "django_mcp.endpoint", "django_mcp.auth"))
+        or m in ("django_mcp.urls", "django_mcp.admin", "django_mcp.models")
+    }
+    assert not crossing, f"{path.name} imports {sorted(crossing)}"
+
+
 def runtime_imports(path: Path) -> set[str]:
     """The django_mcp modules ``path`` imports when it is imported (module level, not under TYPE_CHECKING)."""
     module = module_name(path)

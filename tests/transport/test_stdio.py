@@ -160,6 +160,18 @@ async def test_an_open_listen_stream_ends_with_the_input():
     await client.aend()  # would hang if the stream stayed open
 
 
+async def test_prompts_and_resources_are_served_too():
+    client = Client(path="/mcp-content")  # a server with prompts and resources
+    for number, method in enumerate(("prompts/list", "resources/list", "resources/templates/list"), start=1):
+        await client.send(
+            json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": {"_meta": META}}).encode()
+        )
+    assert "prompts" in (await client.answer(1))["result"]
+    assert "resources" in (await client.answer(2))["result"]
+    assert "resourceTemplates" in (await client.answer(3))["result"]
+    await client.aend()
+
+
 async def test_long_lines_are_skipped_whole():
     reader = asyncio.StreamReader(limit=16)
     reader.feed_data(b'{"short": 1}\n' + b"x" * 100 + b"\n" + b'{"after": 2}\n{"last": 3}')
