@@ -71,7 +71,9 @@ DJANGO_MCP = {
     # The harness stops servers itself (SIGTERM, then SIGKILL after the memory scenario).
     "SHUTDOWN_GRACE_SECONDS": 0,
 }
-SILENCED_SYSTEM_CHECKS = ["django_mcp.W005"]  # the in-memory layer outside DEBUG: one process is the point
+# W005: the in-memory layer outside DEBUG (one process is the point); E015: /mcp-auth/ measures token checks,
+# no client looks for its sign-in metadata (serving it would add URL patterns to every request's routing).
+SILENCED_SYSTEM_CHECKS = ["django_mcp.W005", "django_mcp.E015"]
 
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
