@@ -32,8 +32,9 @@ from asgiref.testing import ApplicationCommunicator
 from django.core.asgi import get_asgi_application
 from django.test import AsyncClient
 
+from .protocol import sse
 from .protocol.handshake import HANDSHAKE_VERSIONS
-from .protocol.headers import encode_value, param_headers
+from .protocol.headers import encode_value, param_header_values, param_headers
 from .protocol.validation import PROTOCOL_VERSION
 from .server.dispatch import CORE_NAME_PARAMS
 
@@ -316,15 +317,7 @@ class McpClient:
         if self._tool_schemas is None:
             self._tool_schemas = {}  # set first: tools/list sends no tools/call
             self._tool_schemas = {t["name"]: t.get("inputSchema", {}) for t in await self.alist_tools()}
-        headers = {}
-        for spec in param_headers(self._tool_schemas.get(tool, {})):
-            value: Any = arguments
-            for key in spec.path:
-                value = value.get(key) if isinstance(value, Mapping) else None
-            if value is not None:
-                text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-                headers[spec.header] = encode_value(text)
-        return headers
+        return param_header_values(param_headers(self._tool_schemas.get(tool, {})), arguments)
 
     async def _aresult(self, response: Any) -> dict[str, Any]:
         if response.streaming:
@@ -341,21 +334,13 @@ class McpClient:
 
     async def _amessages(self, chunks: AsyncIterator[bytes]) -> AsyncGenerator[dict[str, Any], None]:
         """The JSON-RPC messages of an SSE body; notifications are also kept, questions answered."""
-        buffer = b""
-        async for chunk in chunks:
-            buffer += chunk
-            while b"\n\n" in buffer:
-                event, buffer = buffer.split(b"\n\n", 1)
-                data = [line[5:].strip() for line in event.split(b"\n") if line.startswith(b"data:")]
-                if not data:
-                    continue
-                message = json.loads(b"\n".join(data))
-                if "method" in message and "id" in message:  # the server asks (handshake era)
-                    await self._areply(message)
-                    continue
-                if "method" in message:
-                    self.notifications.append(message)
-                yield message
+        async for message in sse.amessages(chunks):
+            if "method" in message and "id" in message:  # the server asks (handshake era)
+                await self._areply(message)
+                continue
+            if "method" in message:
+                self.notifications.append(message)
+            yield message
 
     async def _areply(self, request: dict[str, Any]) -> None:
         try:

@@ -88,6 +88,19 @@ def param_headers(input_schema: Mapping[str, Any]) -> tuple[ParamHeader, ...]:
     return tuple(found)
 
 
+def param_header_values(specs: tuple[ParamHeader, ...], arguments: Mapping[str, Any]) -> dict[str, str]:
+    """The ``Mcp-Param-*`` headers a client sends for ``arguments`` (lower-case names, encoded values)."""
+    headers = {}
+    for spec in specs:
+        value: Any = arguments
+        for key in spec.path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if value is not None:
+            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            headers[spec.header.lower()] = encode_value(text)
+    return headers
+
+
 def _walk_properties(schema: Mapping[str, Any], path: tuple[str, ...]) -> Iterator[ParamHeader]:
     props = schema.get("properties")
     if not isinstance(props, Mapping):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 from .jsonrpc import dumps
@@ -34,3 +36,15 @@ def _one_line(data: str) -> str:
 
 KEEPALIVE = b": keepalive\n\n"
 OPENED = b": open\n\n"  # an SSE comment: the first bytes of a stream that has no event to send yet
+
+
+async def amessages(chunks: AsyncIterator[bytes | str]) -> AsyncIterator[Any]:
+    """The JSON messages of an SSE body, as a client reads them (comments and keep-alives skipped)."""
+    buffer = b""
+    async for chunk in chunks:
+        buffer += chunk.encode() if isinstance(chunk, str) else chunk
+        while b"\n\n" in buffer:
+            block, buffer = buffer.split(b"\n\n", 1)
+            data = [line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:")]
+            if data:
+                yield json.loads(b"\n".join(data))

@@ -19,7 +19,7 @@ from ..server.tools.definition import Tool
 from ..server.tools.registry import ToolRegistry
 from ..server.tools.registry import registry as default_registry
 from .inner import inner_request, tool_answer
-from .openapi import json_schema, output_schema, tool_input_schema
+from .openapi import json_schema, output_schema, register_operation, tool_input_schema
 
 _STANDARD_ACTIONS = {
     "list": ("GET", False),
@@ -30,11 +30,6 @@ _STANDARD_ACTIONS = {
     "destroy": ("DELETE", True),
 }
 _METHODS = ("get", "post", "put", "patch", "delete")
-_ANNOTATIONS = {
-    "GET": {"readOnlyHint": True},
-    "PUT": {"idempotentHint": True},
-    "DELETE": {"destructiveHint": True, "idempotentHint": True},
-}
 
 
 def publish_drf(
@@ -120,18 +115,16 @@ def _publish(
     view_function = view_class.as_view({method.lower(): action}) if is_viewset else view_class.as_view()
     handler = _handler(view_function, method, path, located, wrapped)
     text = operation.get("description") or view_class.__doc__
-    target.register(
+    return register_operation(
+        target,
         handler,
         name=tool_name,
+        method=method,
         description=(f"{action.replace('_', ' ').capitalize()} ({basename}). {text or ''}").strip(),
         input_schema=input_schema,
         output_schema=output,
-        annotations={**_ANNOTATIONS.get(method, {}), **tool_options.get("annotations", {})},
-        **{key: value for key, value in tool_options.items() if key != "annotations"},
+        tool_options=tool_options,
     )
-    published = target.get(tool_name)
-    assert published is not None
-    return published
 
 
 def _as_sent(operation: Mapping[str, Any], method: str, definitions: Mapping[str, Any]) -> dict[str, Any]:

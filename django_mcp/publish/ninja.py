@@ -20,14 +20,7 @@ from ..server.tools.definition import Tool
 from ..server.tools.registry import ToolRegistry
 from ..server.tools.registry import registry as default_registry
 from .inner import inner_request, tool_answer
-from .openapi import output_schema, tool_input_schema
-
-_ANNOTATIONS = {
-    "GET": {"readOnlyHint": True},
-    "HEAD": {"readOnlyHint": True},
-    "PUT": {"idempotentHint": True},
-    "DELETE": {"destructiveHint": True, "idempotentHint": True},
-}
+from .openapi import output_schema, register_operation, tool_input_schema
 
 
 def publish_ninja(
@@ -102,18 +95,16 @@ def _publish(
     output, wrapped = output_schema(details.get("responses", {}), definitions)
     text = "\n\n".join(part for part in (details.get("summary"), details.get("description")) if part)
     handler = _handler(api, operation, method, path, located, wrapped)
-    target.register(
+    return register_operation(
+        target,
         handler,
         name=tool_name,
+        method=method,
         description=text or None,
         input_schema=input_schema,
         output_schema=output,
-        annotations={**_ANNOTATIONS.get(method, {}), **tool_options.get("annotations", {})},
-        **{key: value for key, value in tool_options.items() if key != "annotations"},
+        tool_options=tool_options,
     )
-    published = target.get(tool_name)
-    assert published is not None
-    return published
 
 
 def _handler(

@@ -8,10 +8,46 @@ response is wrapped as ``result``). Component references become local ``$defs``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..server.definitions import DefinitionError
+from ..server.tools.definition import Tool
+from ..server.tools.registry import ToolRegistry
+
+_ANNOTATIONS = {
+    "GET": {"readOnlyHint": True},
+    "HEAD": {"readOnlyHint": True},
+    "PUT": {"idempotentHint": True},
+    "DELETE": {"destructiveHint": True, "idempotentHint": True},
+}
+
+
+def register_operation(
+    target: ToolRegistry,
+    handler: Callable[..., Any],
+    *,
+    name: str,
+    method: str,
+    description: str | None,
+    input_schema: Mapping[str, Any],
+    output_schema: Mapping[str, Any] | None,
+    tool_options: Mapping[str, Any],
+) -> Tool:
+    """Register an HTTP operation's tool: its method's annotations (``GET`` reads, ``DELETE`` destroys) under
+    the caller's own, and the rest of the caller's options (``task_support``, ``permissions`` ...)."""
+    target.register(
+        handler,
+        name=name,
+        description=description,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        annotations={**_ANNOTATIONS.get(method, {}), **tool_options.get("annotations", {})},
+        **{key: value for key, value in tool_options.items() if key != "annotations"},
+    )
+    tool = target.get(name)
+    assert tool is not None
+    return tool
 
 
 def tool_input_schema(

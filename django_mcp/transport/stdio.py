@@ -22,9 +22,10 @@ from django.db import close_old_connections
 from django.http import HttpResponseBase
 
 from ..conf import get_settings
+from ..protocol import sse
 from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR
 from ..protocol.handshake import SESSION_HEADER
-from ..protocol.headers import encode_value
+from ..protocol.headers import encode_value, param_header_values
 from ..protocol.jsonrpc import META_PROTOCOL_VERSION
 from .views import aserve_message
 
@@ -120,7 +121,7 @@ class StdioSession:
         if response.streaming:
             stream = response.streaming_content  # type: ignore[attr-defined]
             try:
-                async for event in _sse_messages(stream):
+                async for event in sse.amessages(stream):
                     self._send_line(event)
             finally:
                 closing = getattr(stream, "aclose", None)
@@ -157,13 +158,8 @@ class StdioSession:
             headers["mcp-name"] = encode_value(params[name_param])
         tool = self.server.tools.get(params.get("name", "")) if method == "tools/call" else None
         arguments = params.get("arguments")
-        for spec in tool.param_headers if tool is not None and isinstance(arguments, dict) else ():
-            value: Any = arguments
-            for part in spec.path:
-                value = value.get(part) if isinstance(value, dict) else None
-            if value is not None:
-                text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-                headers[spec.header.lower()] = encode_value(text)
+        if tool is not None and isinstance(arguments, dict):
+            headers.update(param_header_values(tool.param_headers, arguments))
         return headers
 
     def _request(self, message: dict[str, Any], line: bytes) -> ASGIRequest:
@@ -192,18 +188,6 @@ class StdioSession:
 
 def _key(request_id: Any) -> str:
     return json.dumps(request_id)
-
-
-async def _sse_messages(chunks: AsyncIterator[bytes | str]) -> AsyncIterator[Any]:
-    """The JSON messages of an SSE body (comments and keep-alives skipped)."""
-    buffer = b""
-    async for chunk in chunks:
-        buffer += chunk.encode() if isinstance(chunk, str) else chunk
-        while b"\n\n" in buffer:
-            event, buffer = buffer.split(b"\n\n", 1)
-            data = [line[5:].strip() for line in event.split(b"\n") if line.startswith(b"data:")]
-            if data:
-                yield json.loads(b"\n".join(data))
 
 
 async def aread_lines(reader: asyncio.StreamReader) -> AsyncIterator[bytes | None]:
