@@ -31,9 +31,13 @@ META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextproto
 
 
 def stdio_env(project: str, database: Path) -> dict[str, str]:
+    """The whole environment of a command a client config starts: the project's embedded default (SQLite,
+    in-memory layer), whatever database this suite runs on."""
     return {
         "DJANGO_SETTINGS_MODULE": f"{project}.settings",
         "DJANGO_MCP_SQLITE": str(database),
+        "DJANGO_MCP_DATABASE": "sqlite",
+        "REDIS_URL": "",
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": str(ROOT),
     }
