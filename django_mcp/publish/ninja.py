@@ -61,8 +61,9 @@ def publish_ninja(
         names = {operation_id, operation.view_func.__name__}
         wanted = [name for name in operations if name in names]
         if wanted or (router is not None and owner is router):
-            if operation_id not in described:
-                raise DefinitionError(f"publish_ninja: operation {wanted[0]!r} is not in the API's OpenAPI schema")
+            if operation_id not in described:  # include_in_schema=False: no schema to build a tool from
+                name = operation.view_func.__name__
+                raise DefinitionError(f"publish_ninja: operation {name!r} is not in the API's OpenAPI schema")
             found.setdefault(operation_id, (operation, wanted))
     missing = [name for name in operations if not any(name in wanted for _, wanted in found.values())]
     if missing:

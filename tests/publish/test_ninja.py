@@ -142,6 +142,20 @@ def test_operations_are_chosen_by_name_or_router_and_take_tool_options():
     assert all(tool.permissions == ("publishapp.view_book",) for tool in by_router)
 
 
+def test_an_operation_left_out_of_the_schema_cannot_be_published():
+    hidden_api, router = NinjaAPI(urls_namespace="publish_hidden"), Router()
+
+    @router.get("/internal", include_in_schema=False)
+    def internal(request) -> dict:
+        return {}
+
+    hidden_api.add_router("", router)
+    for how in ({"router": router}, {}):
+        names = () if how else ("internal",)
+        with pytest.raises(DefinitionError, match="operation 'internal' is not in the API's OpenAPI schema"):
+            publish_ninja(hidden_api, *names, registry=ToolRegistry("hidden"), **how)
+
+
 def test_a_path_parameter_named_body_would_hide_the_body():
     other = NinjaAPI(urls_namespace="publish_clash")
     router = Router()
