@@ -98,6 +98,17 @@ async def test_an_operation_that_raises_is_an_error_result_not_a_500(signed_in):
     assert text(result).startswith("Tool 'broken' failed: RuntimeError")
 
 
+async def test_a_server_error_body_is_never_passed_on_and_text_answers_stay_text(signed_in, settings):
+    settings.DEBUG = True  # ninja then answers 500 with the traceback as the body
+    async with signed_in("reader") as mcp:
+        failed = await mcp.acall_tool("broken", {})
+        plain = await mcp.acall_tool("plain", {"words": ["plain", "text"]})
+    assert (failed["isError"], text(failed)) == (True, "HTTP 500: the operation failed")
+    assert "hunter2" not in json.dumps(failed)
+    assert plain == {**plain, "content": [{"type": "text", "text": "plain text"}]}
+    assert "structuredContent" not in plain
+
+
 async def test_arguments_the_schema_refuses_never_reach_the_operation(signed_in):
     async with signed_in("reader") as mcp:
         for name, arguments in (

@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import models
 
 from django_mcp import DefinitionError, ToolRegistry, publish_query
+from django_mcp.publish.queries import _json_type
 from django_mcp.testing import McpError
 from tests.publishapp.models import Author, Book
 
@@ -175,3 +177,37 @@ def test_publishing_takes_the_tool_options_and_the_permission_can_be_named():
     default = publish_query(Author, name="authors2", fields={"name": []}, registry=registry)
     assert default.permissions == ("publishapp.view_author",)
     assert "Search authors" in (default.description or "")
+
+
+@pytest.mark.parametrize(
+    ("field", "schema"),
+    [
+        (models.BooleanField(), {"type": "boolean"}),
+        (models.BigIntegerField(), {"type": "integer"}),
+        (models.FloatField(), {"type": "number"}),
+        (models.DecimalField(), {"type": ["number", "string"]}),
+        (models.DateTimeField(), {"type": "string", "format": "date-time"}),
+        (models.DateField(), {"type": "string", "format": "date"}),
+        (models.TimeField(), {"type": "string", "format": "time"}),
+        (models.UUIDField(), {"type": "string", "format": "uuid"}),
+        (models.EmailField(), {"type": "string"}),
+        (models.JSONField(), None),
+        (models.BinaryField(), None),
+    ],
+)
+def test_each_field_type_filters_with_its_json_type(field, schema):
+    assert _json_type(field) == schema
+
+
+def test_a_field_of_no_json_type_is_returned_but_not_filtered_on():
+    from django.contrib.contenttypes.models import ContentType
+
+    registry = ToolRegistry("json")
+    tool = publish_query(ContentType, name="types", fields={"model": ["exact"]}, registry=registry)
+    assert tool.input_schema["properties"]["filter"]["properties"] == {"model": {"type": "string"}}
+    from django_mcp.tasks.models import Task
+
+    with pytest.raises(DefinitionError, match="'arguments' is a JSONField, which cannot be filtered on here"):
+        publish_query(Task, name="tasks", fields={"arguments": ["exact"]}, registry=registry)
+    returned = publish_query(Task, name="tasks2", fields={"arguments": []}, registry=registry)
+    assert returned.output_schema["properties"]["results"]["items"]["properties"]["arguments"] == {}

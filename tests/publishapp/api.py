@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 import ninja
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import File, Form, Header, NinjaAPI, Query, Router, Schema, UploadedFile
 from ninja.errors import HttpError
@@ -91,6 +92,15 @@ async def slow_count(request, seconds: float = 0.0):
     """Count the books, slowly (an async operation)."""
     await asyncio.sleep(seconds)
     return await Book.objects.acount()
+
+
+NO_WORDS: list[str] = []
+
+
+@books.get("/plain")
+def plain(request, words: Query[list[str]] = NO_WORDS):
+    """Answers plain text, not JSON (the query parameter repeats: ?words=a&words=b)."""
+    return HttpResponse(" ".join(words) or "nothing", content_type="text/plain")
 
 
 @books.get("/broken")

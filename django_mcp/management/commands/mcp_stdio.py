@@ -42,7 +42,8 @@ class Command(BaseCommand):
         user = self._user(options["user"])
         protocol_out = _take_stdout()
         try:
-            asyncio.run(_aserve(StdioSession(server, user, _line_writer(protocol_out), options["path"])))
+            session = StdioSession(server, user, _line_writer(protocol_out), options["path"])
+            asyncio.run(_aserve(session, sys.stdin.buffer))
         finally:
             protocol_out.close()
 
@@ -77,23 +78,25 @@ def _line_writer(out: BinaryIO) -> Any:
     return write
 
 
-async def _aserve(session: StdioSession) -> None:
-    await session.aserve(_alines())
+async def _aserve(session: StdioSession, stdin: BinaryIO) -> None:
+    await session.aserve(_alines(stdin))
     await lifecycle.agraceful_shutdown()  # as on SIGTERM: running tasks get the grace period
 
 
-async def _alines() -> AsyncIterator[bytes | None]:
-    """stdin's lines: read by the event loop from a pipe, else (a file, a terminal) in a thread."""
+async def _alines(stdin: BinaryIO) -> AsyncIterator[bytes | None]:
+    """``stdin``'s lines: read by the event loop from a pipe, else (a file, a terminal) in a thread;
+    None for a line past ``MAX_REQUEST_BYTES``."""
     loop = asyncio.get_running_loop()
     limit = get_settings().MAX_REQUEST_BYTES + 1
-    if stat.S_ISFIFO(os.fstat(0).st_mode) or stat.S_ISSOCK(os.fstat(0).st_mode):
+    mode = os.fstat(stdin.fileno()).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         reader = asyncio.StreamReader(limit=limit)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
         async for line in aread_lines(reader):
             yield line
         return
     while True:
-        line = await loop.run_in_executor(None, sys.stdin.buffer.readline, limit)
+        line = await loop.run_in_executor(None, stdin.readline, limit)
         if not line:
             return
         if len(line) < limit or line.endswith(b"\n"):
@@ -101,5 +104,5 @@ async def _alines() -> AsyncIterator[bytes | None]:
             continue
         rest = line
         while rest and not rest.endswith(b"\n"):  # the rest of a line too long to serve
-            rest = await loop.run_in_executor(None, sys.stdin.buffer.readline, limit)
+            rest = await loop.run_in_executor(None, stdin.readline, limit)
         yield None
