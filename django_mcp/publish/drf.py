@@ -18,7 +18,7 @@ from ..server.definitions import DefinitionError
 from ..server.tools.definition import Tool
 from ..server.tools.registry import ToolRegistry
 from ..server.tools.registry import registry as default_registry
-from .inner import inner_request, tool_answer
+from .inner import inner_request, located_arguments, tool_answer
 from .openapi import json_schema, output_schema, register_operation, tool_input_schema
 
 _STANDARD_ACTIONS = {
@@ -153,11 +153,7 @@ def _handler(
     view_function: Callable[..., Any], method: str, path: str, located: Mapping[str, str], wrapped: bool
 ) -> Callable[..., Any]:
     def call_view(request: McpRequest, **arguments: Any) -> dict[str, Any]:
-        path_args = {name: value for name, value in arguments.items() if located.get(name) == "path"}
-        query = {name: value for name, value in arguments.items() if located.get(name) == "query"}
-        filled = path
-        for name, value in path_args.items():
-            filled = filled.replace("{" + name + "}", str(value))
+        filled, path_args, query = located_arguments(path, located, arguments)
         response = view_function(inner_request(request, method, filled, query, arguments.get("body")), **path_args)
         if hasattr(response, "render"):
             response.render()

@@ -53,6 +53,18 @@ def inner_request(
     return inner
 
 
+def located_arguments(
+    path: str, located: Mapping[str, str], arguments: Mapping[str, Any]
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """A tool's arguments as an HTTP operation takes them: ``path`` with its ``{name}`` parameters filled in,
+    the path parameters (for the view's keyword arguments) and the query parameters."""
+    path_args = {name: value for name, value in arguments.items() if located.get(name) == "path"}
+    query = {name: value for name, value in arguments.items() if located.get(name) == "query"}
+    for name, value in path_args.items():
+        path = path.replace("{" + name + "}", str(value))
+    return path, path_args, query
+
+
 def _pairs(query: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return [(key, item) for key, value in query.items() for item in (value if isinstance(value, list) else [value])]
 

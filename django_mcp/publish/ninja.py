@@ -19,7 +19,7 @@ from ..server.definitions import DefinitionError
 from ..server.tools.definition import Tool
 from ..server.tools.registry import ToolRegistry
 from ..server.tools.registry import registry as default_registry
-from .inner import inner_request, tool_answer
+from .inner import inner_request, located_arguments, tool_answer
 from .openapi import output_schema, register_operation, tool_input_schema
 
 
@@ -114,11 +114,7 @@ def _handler(
     """The tool's handler: sync for a sync operation (run in a thread), async for an async one."""
 
     def prepared(request: McpRequest, arguments: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        path_args = {name: value for name, value in arguments.items() if located.get(name) == "path"}
-        query = {name: value for name, value in arguments.items() if located.get(name) == "query"}
-        filled = path
-        for name, value in path_args.items():
-            filled = filled.replace("{" + name + "}", str(value))
+        filled, path_args, query = located_arguments(path, located, arguments)
         try:
             root = api.get_root_path({}).rstrip("/")
         except NoReverseMatch:  # the API is not mounted in the URLconf: the path is for the operation only
