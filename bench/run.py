@@ -130,6 +130,7 @@ class Target:
 LIMITED = ("BENCH_RATE_LIMIT", "100000000/h")
 TRACED = ("BENCH_OTEL", "1")
 AUDITED = ("BENCH_AUDIT", "1")
+DJANGO_ASGI = ("BENCH_ASGI", "django")  # Django's own ASGI application instead of django_mcp.asgi's
 
 
 def all_targets() -> list[Target]:
@@ -151,8 +152,16 @@ def all_targets() -> list[Target]:
         Target("django_mcp uvicorn sqlite traced", "dj", "uvicorn", "sqlite", "harness", signed, env=(TRACED,)),
         # DJANGO_MCP["AUDIT"] on: a row per tools/call, written off the request's path.
         Target("django_mcp uvicorn sqlite audited", "dj", "uvicorn", "sqlite", "harness", signed, env=(AUDITED,)),
-        Target("floor daphne", "floor", "daphne", "-", "harness", ("get",), "/floor/"),
-        Target("floor uvicorn", "floor", "uvicorn", "-", "harness", ("get",), "/floor/"),
+        # The django_mcp targets serve django_mcp.asgi's application (request threads pooled), as the docs
+        # say; this one serves Django's own, to show what the pool is worth.
+        Target(
+            "django_mcp uvicorn sqlite django-asgi", "dj", "uvicorn", "sqlite", "harness", signed, env=(DJANGO_ASGI,)
+        ),
+        # The floor: a bare Django async view under Django's own ASGI application, as Django ships it;
+        # "pooled": the same view under django_mcp.asgi's.
+        Target("floor daphne", "floor", "daphne", "-", "harness", ("get",), "/floor/", env=(DJANGO_ASGI,)),
+        Target("floor uvicorn", "floor", "uvicorn", "-", "harness", ("get",), "/floor/", env=(DJANGO_ASGI,)),
+        Target("floor uvicorn pooled", "floor", "uvicorn", "-", "harness", ("get",), "/floor/"),
         Target("fastmcp memory", "fastmcp", "uvicorn", "memory", "fastmcp", ("call", "create", "get", "e2e")),
         Target("fastmcp redis", "fastmcp", "uvicorn", "redis", "fastmcp", ("create", "get", "e2e")),
         Target("mcp sdk", "sdk", "uvicorn", "-", "sdk", ("call",)),

@@ -15,6 +15,7 @@ calls it from your tests.
 
 from __future__ import annotations
 
+from .asgi import get_asgi_application
 from .endpoint import McpServer
 from .protocol.errors import McpJsonRpcError
 from .publish.drf import publish_drf
@@ -74,6 +75,7 @@ __all__ = [
     "close_listen_streams",
     "elicit",
     "elicit_url",
+    "get_asgi_application",
     "list_roots",
     "mcp_path",
     "notify_resource_updated",

@@ -1,6 +1,6 @@
 import os
 
-from django.core.asgi import get_asgi_application
+from django_mcp.asgi import get_asgi_application  # Django's, its request threads pooled
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 

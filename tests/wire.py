@@ -185,12 +185,12 @@ class AsgiAnswer:
         return json.loads(self.content)
 
 
-async def asgi_exchange(scope: dict[str, Any], body: bytes) -> AsgiAnswer:
-    """Send ``body`` through the ASGI application in ``scope``; the whole answer."""
+async def asgi_exchange(scope: dict[str, Any], body: bytes, application: Any = None) -> AsgiAnswer:
+    """Send ``body`` through an ASGI application (Django's by default) in ``scope``; the whole answer."""
     from asgiref.testing import ApplicationCommunicator
     from django.core.asgi import get_asgi_application
 
-    communicator = ApplicationCommunicator(get_asgi_application(), scope)
+    communicator = ApplicationCommunicator(application or get_asgi_application(), scope)
     await communicator.send_input({"type": "http.request", "body": body})
     start = await communicator.receive_output(timeout=5)
     content = b""

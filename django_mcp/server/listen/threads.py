@@ -24,7 +24,8 @@ async def arelease_request_thread() -> None:
     database connections of that thread in it (what ``request_finished`` would have done: pooled
     connections go back to the pool) and shut the executor down. The request's later sync calls
     (Django's ``response.close()`` at the end) run on a small pool shared by all released streams,
-    so thousands of streams ending at once start no thread each.
+    so thousands of streams ending at once start no thread each. Under ``django_mcp.asgi`` the thread
+    was lent from its pool: shut down, it is not lent again.
     """
     found = request_thread_executors()
     if found is None or found[0] is None:
