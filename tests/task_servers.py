@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from django_mcp import McpJsonRpcError, McpRequest, McpServer, ToolRegistry, elicit
@@ -35,6 +36,24 @@ async def quick(request: McpRequest, text: str = "done") -> Any:
 
 
 # -- the declarative form: the body itself runs as the task -------------------------------
+
+
+@task_tools.register(task_support="optional")
+async def request_seen(request: McpRequest, note: str = "") -> str:
+    """What the body's request holds: as a task, only the caller, the call and the client's declaration."""
+    http = request.http_request
+    return json.dumps(
+        {
+            "task": current_task(request) is not None,
+            "headers": dict(request.headers),
+            "user": getattr(request.user, "username", None),
+            "params": request.params,
+            "meta": sorted(http.META),
+            "get": dict(http.GET),
+            "version": request.protocol_version,
+            "capabilities": sorted(request.client_capabilities),
+        }
+    )
 
 
 @task_tools.register(task_support="optional")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync, sync_to_async
@@ -53,10 +53,16 @@ async def acall_run(run: Run, task: TaskContext) -> Any:
     return value
 
 
-async def acall_run_within(run: Run, task: RunningTask, tool: Tool) -> Any:
+def acall_run_within(run: Run, task: RunningTask, tool: Tool) -> Coroutine[Any, Any, Any]:
     """:func:`acall_run`, ended at the tool's ``task_timeout_seconds`` (the task then fails "Task timed
-    out"), in the task's span when OpenTelemetry is configured."""
+    out"), in the task's span when OpenTelemetry is configured.
+
+    Nothing to bound or trace: :func:`acall_run` itself, no coroutine around it kept for as long as the
+    body runs.
+    """
     limit = tool.extension_options.get("task_timeout_seconds")
+    if limit is None and not telemetry.active():
+        return acall_run(run, task)
 
     async def bounded(span: Any) -> Any:
         if limit is None:
@@ -71,7 +77,7 @@ async def acall_run_within(run: Run, task: RunningTask, tool: Tool) -> Any:
             # A sync body's thread cannot be stopped: it runs to its end, and what it returns is dropped.
             raise McpJsonRpcError(INTERNAL_ERROR, f"Task timed out: it ran longer than {limit:g} s") from None
 
-    return await telemetry.atraced_task(tool.name, task.id, task.creator_link, bounded, task.traced_by)
+    return telemetry.atraced_task(tool.name, task.id, task.creator_link, bounded, task.traced_by)
 
 
 class TaskContext:
@@ -161,7 +167,7 @@ class RunningTask(TaskContext):
         self.arguments = dict(task.arguments)
         self._runner = runner
         self._capabilities = capabilities
-        self._issued: set[str] = set(task.input_keys)
+        self._issued: set[str] | None = set(task.input_keys) or None  # made when the task first asks
         self._wake: asyncio.Event | None = None  # made when the task first parks
         self.work: asyncio.Future[Any] | None = None
         self.stopping = False
@@ -236,6 +242,8 @@ class RunningTask(TaskContext):
         return asyncio.CancelledError()
 
     def _fresh_key(self, key: str) -> str:
+        if self._issued is None:
+            self._issued = set()
         wire_key, n = key, 1
         while wire_key in self._issued:
             n += 1

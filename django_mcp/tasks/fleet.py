@@ -92,25 +92,20 @@ def find_plugin(namespace: str) -> McpTasks:
 def _rebuild_request(task: Task, namespace: str) -> Any:
     """The McpRequest the body gets on the worker: arguments, declared capabilities, user (no headers, no secret)."""
     from django.contrib.auth.models import AnonymousUser
-    from django.http import HttpRequest
 
     from ..protocol.jsonrpc import RequestMeta
-    from ..server.context import McpRequest
     from .models import OwnerKind
+    from .request import body_request
 
-    http = HttpRequest()
-    http.method = "POST"
-    http.user = task.user if task.user is not None else AnonymousUser()
-    # A token principal is never stored: the body sees the user, or no principal at all.
-    http.auth = task.user if task.owner_kind == OwnerKind.USER else None  # type: ignore[attr-defined]
-    return McpRequest(
-        http,
-        request_id=None,
-        method="tools/call",
-        params={"name": task.tool, "arguments": dict(task.arguments)},
+    user = task.user if task.user is not None else AnonymousUser()
+    return body_request(
+        user=user,
+        # A token principal is never stored: the body sees the user, or no principal at all.
+        auth=task.user if task.owner_kind == OwnerKind.USER else None,
+        tool=task.tool,
+        arguments=dict(task.arguments),
         meta=RequestMeta.model_validate(task.request_meta),
         namespace=namespace,
-        era="modern",
     )
 
 
@@ -133,7 +128,6 @@ async def arun(task_id: str, namespace: str) -> str:
 
 async def _aclaim_and_run(task_id: str, namespace: str, plugin: McpTasks, lease_seconds: float) -> str:
     from .publishing import apublish
-    from .request import TaskRequest
 
     store, runner = plugin.store, plugin.runner
     claimed = await store.aclaim(task_id, runner.node, lease_seconds, "Running on a worker")
@@ -163,7 +157,7 @@ async def _aclaim_and_run(task_id: str, namespace: str, plugin: McpTasks, lease_
         return "not started"
 
     async def body(context: Any) -> Any:
-        return await call_handler(tool.handler, TaskRequest.of(request, context), **kwargs)
+        return await call_handler(tool.handler, request.run_as(context), **kwargs)
 
     supervisor = runner.start(task, tool, body, request.client_capabilities)
     with _Graceful(runner):

@@ -34,7 +34,7 @@ from .options import (
 )
 from .params import TaskIdParams, TaskIdsFilter, UpdateParams
 from .publishing import apublish, task_group
-from .request import TaskRequest, ToolCall, current_call, current_task
+from .request import TaskRequest, ToolCall, current_call, current_task, detached
 from .runner import OWNER_GONE, TaskRunner, asend_control
 from .signals import task_created
 from .store import TaskStore, operations
@@ -192,9 +192,11 @@ class McpTasks(ExtensionPlugin):
             fleet = " (or its task_backend, to run it on the worker fleet)" if as_body else ""
             raise needs_asgi(f"Tool {tool.name!r} runs only as a task, in the web process: that{fleet}")
         if creates and as_body:
+            # The body keeps only what it needs of the request: not the HTTP request, which is over.
+            body_request = detached(request)
 
             async def body(task: TaskContext) -> Any:
-                return await proceed(TaskRequest.of(request, task))
+                return await proceed(body_request.run_as(task))
 
             status_message = tool.extension_options.get("task_status_message", "")
             return await self.acreate(request, tool, body, status_message, backend=backend)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from django.http import HttpRequest, QueryDict
+
+from ..protocol.jsonrpc import RequestMeta
 from ..server.context import McpRequest
 from .context import TaskContext
 
@@ -22,17 +25,63 @@ class TaskRequest(McpRequest):
     it in ``input_required``), and None when it runs in the request.
     """
 
-    task: TaskContext | None
+    task: TaskContext | None = None
 
     @classmethod
     def of(cls, request: McpRequest, task: TaskContext | None) -> TaskRequest:
+        """``request`` as the request of a body: run as ``task``, or in the request when it is None."""
         wrapped = cls.__new__(cls)
         wrapped.__dict__.update(request.__dict__)
-        wrapped.task = task
-        if task is not None:
-            wrapped._sink = None  # the response is gone: progress travels as the task's statusMessage
-            wrapped._asker = task.arequest_input
-        return wrapped
+        return wrapped.run_as(task) if task is not None else wrapped
+
+    def run_as(self, task: TaskContext) -> TaskRequest:
+        """This request, as the request of ``task``'s body: it asks the client through the task."""
+        self.task = task
+        self._sink = None  # the response is gone: progress travels as the task's statusMessage
+        self._asker = task.arequest_input
+        return self
+
+
+_NOTHING_SENT = QueryDict()  # immutable
+
+
+def body_request(
+    *, user: Any, auth: Any, tool: str, arguments: Any, meta: RequestMeta, namespace: str, request_id: Any = None
+) -> TaskRequest:
+    """The request a task's body runs with, wherever it runs: the caller (``user``, ``auth``), the call
+    (``name`` and ``arguments``) and what the client declared (``meta``).
+
+    Not the HTTP request it came in: a body runs on after the response (or on a fleet worker), and keeps
+    no headers (credentials among them), no body and nothing else of a request that is over.
+    """
+    http = HttpRequest()
+    http.method = "POST"
+    # Nothing came with it: empty and read-only, shared by every body (a running task holds its request).
+    http.GET = http.POST = _NOTHING_SENT
+    http.user = user
+    http.auth = auth  # type: ignore[attr-defined]
+    return TaskRequest(
+        http,
+        request_id=request_id,
+        method="tools/call",
+        params={"name": tool, "arguments": arguments},
+        meta=meta,
+        namespace=namespace,
+        era="modern",
+    )
+
+
+def detached(request: McpRequest) -> TaskRequest:
+    """:func:`body_request` for a task created by ``request`` (taken before its response is sent)."""
+    return body_request(
+        user=request.user,
+        auth=request.auth,
+        tool=request.params["name"],
+        arguments=request.params.get("arguments"),
+        meta=request.meta,
+        namespace=request.namespace,
+        request_id=request.id,
+    )
 
 
 def current_task(request: McpRequest) -> TaskContext | None:

@@ -174,6 +174,34 @@ async def test_completed_task_inlines_its_result(async_client):
     assert result["createdAt"] == handle["createdAt"]
 
 
+async def test_a_body_run_as_a_task_keeps_only_the_caller_and_the_call_of_its_request(async_client, django_user_model):
+    # It runs on after the response: no headers (credentials among them), no body, nothing else of a
+    # request that is over; the same request a body gets on the worker fleet.
+    user = await django_user_model.objects.acreate(username="ada")
+    await async_client.aforce_login(user)
+    handle = await create(async_client, "request_seen", {"note": "x"}, headers={"X-Secret": "s3cret"})
+    result = await wait_for(async_client, handle["taskId"], "completed")
+    seen = json.loads(result["result"]["content"][0]["text"])
+    assert seen == {
+        "task": True,
+        "headers": {},
+        "user": "ada",
+        "params": {"name": "request_seen", "arguments": {"note": "x"}},
+        "meta": [],
+        "get": {},
+        "version": "2026-07-28",
+        "capabilities": sorted(CLIENT),
+    }
+
+
+async def test_a_body_run_in_the_request_sees_the_whole_request(async_client):
+    body = await rpc(async_client, "tools/call", {"name": "request_seen"}, caps={}, headers={"X-Secret": "s3cret"})
+    seen = json.loads(body["result"]["content"][0]["text"])
+    assert seen["task"] is False
+    assert seen["headers"]["x-secret"] == "s3cret"
+    assert "HTTP_X_SECRET" in seen["meta"]
+
+
 async def test_status_message_updates_are_visible(async_client):
     handle = await create(async_client, "slow", {"seconds": 1.5, "steps": 3})  # 0.5 s per step: seen on a busy box
     seen = set()
