@@ -36,8 +36,15 @@ if os.environ.get("BENCH_DB", "sqlite") == "postgres":
             "HOST": os.environ.get("PGHOST", "127.0.0.1"),
             "PORT": os.environ.get("PGPORT", "5432"),
             "CONN_MAX_AGE": 0,
-            # The README's production shape; the bench's tables live in their own schema.
-            "OPTIONS": {"pool": True, "options": "-c search_path=bench"},
+            # The production shape of docs/deployment.md: Django's pool, and parameters bound on the
+            # server with its prepared statements (no transaction-mode pooler in between here). The
+            # bench's tables live in their own schema.
+            "OPTIONS": {
+                "pool": True,
+                "server_side_binding": True,
+                "prepare_threshold": 5,
+                "options": "-c search_path=bench",
+            },
         }
     }
 else:

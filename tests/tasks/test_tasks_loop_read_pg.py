@@ -315,6 +315,31 @@ async def test_every_statement_goes_through_the_connections_one_cursor():
         assert isinstance(await read_visible(str(task.id), OWNER), Task)
 
 
+async def test_it_binds_on_the_client_and_prepares_nothing_as_django_does_by_default():
+    task = await sync_to_async(_task)()
+    await _opened()
+    for _ in range(6):
+        assert isinstance(await read_visible(str(task.id), OWNER), Task)
+    async with _in_use() as link:
+        assert isinstance(link.statements, psycopg.AsyncClientCursor)
+        prepared = await (await link.execute("SELECT count(*) FROM pg_prepared_statements")).fetchone()
+    assert prepared == (0,)
+
+
+async def test_with_djangos_server_side_binding_and_prepare_threshold_the_read_is_prepared():
+    # OPTIONS a project sets when no transaction-mode pooler without prepared statements sits in between.
+    task = await sync_to_async(_task)()
+    options = {"server_side_binding": True, "prepare_threshold": 0}
+    with mock.patch.dict(connections["default"].settings_dict["OPTIONS"], options):
+        await _opened()
+        found = await read_visible(str(task.id), OWNER)
+        async with _in_use() as link:
+            assert type(link.statements) is psycopg.AsyncCursor
+            prepared = await (await link.execute("SELECT statement FROM pg_prepared_statements")).fetchall()
+    assert isinstance(found, Task) and found.pk == task.pk
+    assert any('FROM "django_mcp_task"' in statement for (statement,) in prepared)
+
+
 async def test_the_connection_is_in_autocommit_with_djangos_time_zone():
     await _opened()
     async with _in_use() as link:
