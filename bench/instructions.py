@@ -8,7 +8,9 @@ process executes, whatever else the machine does. This runs the bench's ASGI app
 (a full collection lands at a different request in each run and would swamp the difference), and
 prints ``(instructions of the long run - of the short run) / n``: the instructions of one request,
 and each scenario as a multiple of the floor. ``--src`` compares source trees (each a directory
-holding a ``django_mcp`` package, e.g. a ``git worktree`` of another commit) side by side.
+holding a ``django_mcp`` package, e.g. a ``git worktree`` of another commit) side by side. A tree with
+``django_mcp/asgi.py`` is served by its ``get_asgi_application()`` (the floor too), an older one by
+Django's own; ``--django-asgi`` serves every tree by Django's own.
 
     python3 bench/instructions.py                                   # this checkout, SQLite
     python3 bench/instructions.py --src /tmp/before --src .         # A/B of two trees
@@ -77,14 +79,20 @@ def _drive(scenario: str, n: int) -> None:
 
 
 def _env(src: Path, database: Path) -> dict[str, str]:
-    """The tree's ``django_mcp`` first on the path, the bench's settings, its own SQLite file."""
+    """The tree's ``django_mcp`` first on the path, the bench's settings, its own SQLite file, and Django's
+    own ASGI application where the tree has no ``django_mcp.asgi`` or ``--django-asgi`` asks for it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "DJANGO_"))}
     env.update(
         PYTHONPATH=os.pathsep.join([str(src.resolve()), str(ROOT)]),
         DJANGO_SETTINGS_MODULE="bench.djbench.settings",
         BENCH_SQLITE=str(database),
     )
+    if DJANGO_ASGI or not (src / "django_mcp" / "asgi.py").exists():
+        env["BENCH_ASGI"] = "django"
     return env
+
+
+DJANGO_ASGI = False  # --django-asgi
 
 
 def _migrate(python: str, src: Path, database: Path) -> None:
@@ -108,8 +116,15 @@ def main() -> None:
     parser.add_argument("--src", action="append", type=Path, help="a tree holding django_mcp/ (repeatable)")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated: {', '.join(SCENARIOS)}")
     parser.add_argument("-n", type=int, default=1000, help="requests counted per scenario (default 1000)")
+    parser.add_argument(
+        "--django-asgi",
+        action="store_true",
+        help="serve every tree with Django's own ASGI application (default: django_mcp.asgi's where a tree has it)",
+    )
     parser.add_argument("--drive", nargs=2, metavar=("SCENARIO", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global DJANGO_ASGI
+    DJANGO_ASGI = args.django_asgi
     if args.drive:
         _drive(args.drive[0], int(args.drive[1]))
         return

@@ -12,8 +12,9 @@ reused across requests instead of being left behind with each request's thread.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import django
 from asgiref.sync import ThreadSensitiveContext
@@ -21,6 +22,7 @@ from django.core.handlers.asgi import ASGIHandler
 from django.db import connections
 
 DEFAULT_IDLE_THREADS = 32
+T = TypeVar("T")
 
 
 class _RequestThread(ThreadPoolExecutor):
@@ -30,6 +32,19 @@ class _RequestThread(ThreadPoolExecutor):
 
     def __init__(self) -> None:
         super().__init__(max_workers=1, thread_name_prefix="django-request")
+        self._pending: set[Future[Any]] = set()
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future = super().submit(fn, *args, **kwargs)
+        self._pending.add(future)
+        future.add_done_callback(self._pending.discard)
+        return future
+
+    @property
+    def busy(self) -> bool:
+        """Whether a call is still queued or running: e.g. a sync view whose client went away, which
+        Django stops waiting for but which runs to its end."""
+        return bool(self._pending)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         # A listen stream hands its request's thread back by shutting it down: never lend it again.
@@ -51,10 +66,11 @@ class RequestThreads:
         return self.idle.pop() if self.idle else _RequestThread()
 
     def give_back(self, thread: _RequestThread) -> None:
-        """Keep ``thread`` for the next request, or, past ``max_idle``, close its connections and end it."""
+        """Keep ``thread`` for the next request; or, past ``max_idle`` or still busy with a call of the
+        request that ended, end it once that is done, closing its connections."""
         if thread.retired:
             return
-        if len(self.idle) < self.max_idle:
+        if len(self.idle) < self.max_idle and not thread.busy:
             self.idle.append(thread)
             return
         thread.submit(connections.close_all)  # what the thread opened goes with it

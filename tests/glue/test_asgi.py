@@ -121,6 +121,27 @@ def test_a_thread_shut_down_while_lent_is_never_lent_again():
     assert threads.lend() is not lent
 
 
+def test_a_thread_still_busy_when_its_request_ended_is_not_lent_again():
+    # E.g. a sync view whose client went away: Django stops waiting for it, the call runs to its end.
+    threads = RequestThreads()
+    lent, go_on = threads.lend(), threading.Event()
+    running = lent.submit(go_on.wait, 5)
+    threads.give_back(lent)
+    assert threads.idle == []
+    assert threads.lend() is not lent
+    go_on.set()
+    assert running.result(timeout=5) is True
+    lent.shutdown(wait=True)  # it ends once the call is done (its connections closed after it)
+
+
+def test_a_thread_whose_calls_are_done_is_lent_again():
+    threads = RequestThreads()
+    lent = threads.lend()
+    lent.submit(int, "7").result(timeout=5)
+    threads.give_back(lent)
+    assert threads.lend() is lent
+
+
 def test_the_idle_limit_cannot_be_negative():
     with pytest.raises(ValueError, match="max_idle must be 0 or more"):
         RequestThreads(-1)
