@@ -133,19 +133,26 @@ class BearerAuth:
             verified.expires_at,
             verified.client_id,
             verified.issuer,
-            partial(self.insufficient_scope, request),
+            # By the endpoint's URL, not the request: a task's body keeps its caller's token for as long
+            # as it runs, and the request that brought it is over.
+            partial(self._insufficient_scope_at, resource),
         )
 
     def challenge(
         self, request: HttpRequest, error: str | None = None, description: str | None = None, scopes: Iterable[str] = ()
     ) -> str:
         """The ``WWW-Authenticate`` value: the scopes wanted and where the resource metadata is."""
+        return self._challenge_at(self.resource(request), error, description, scopes)
+
+    def _challenge_at(
+        self, resource: str, error: str | None = None, description: str | None = None, scopes: Iterable[str] = ()
+    ) -> str:
         wanted = list(dict.fromkeys([*self.scopes, *scopes]))
         params = {
             "error": error,
             "error_description": description,
             "scope": " ".join(wanted) or None,
-            "resource_metadata": metadata_url(self.resource(request)),
+            "resource_metadata": metadata_url(resource),
         }
         return "Bearer " + ", ".join(f'{key}="{_quoted(value)}"' for key, value in params.items() if value)
 
@@ -161,13 +168,16 @@ class BearerAuth:
 
     def insufficient_scope(self, request: HttpRequest, needed: Iterable[str]) -> McpJsonRpcError:
         """The 403 that names every scope the call needs (the endpoint's and ``needed``), to step up once."""
+        return self._insufficient_scope_at(self.resource(request), needed)
+
+    def _insufficient_scope_at(self, resource: str, needed: Iterable[str]) -> McpJsonRpcError:
         wanted = list(dict.fromkeys([*self.scopes, *needed]))
         return McpJsonRpcError(
             INVALID_REQUEST,
             f"Forbidden: this request needs the scopes {' '.join(wanted)}",
             {"requiredScopes": wanted},
             http_status=403,
-            headers={"WWW-Authenticate": self.challenge(request, "insufficient_scope", None, needed)},
+            headers={"WWW-Authenticate": self._challenge_at(resource, "insufficient_scope", None, needed)},
         )
 
 

@@ -168,6 +168,25 @@ async def test_a_tool_scope_the_token_lacks_is_403_naming_every_scope_then_works
     assert json.loads(stepped_up.content)["result"]["content"][0]["text"] == "alice wrote hi"
 
 
+async def test_the_verified_token_keeps_nothing_of_its_request_and_still_challenges(alice):
+    # request.auth lives as long as a task's body that keeps it: not the request that brought the token.
+    import gc
+
+    from django.http import HttpRequest
+    from django.test import RequestFactory
+
+    from tests.oauth import oauth_server
+
+    await sync_to_async(_token)(alice)
+    request = RequestFactory().post(PATH, HTTP_AUTHORIZATION="Bearer tok-" + "a" * 30, HTTP_HOST="testserver")
+    verified = await oauth_server.auth(request)
+    assert verified is not None and verified.user.username == "alice"
+    assert not any(isinstance(held, HttpRequest) for held in gc.get_referents(verified.challenge))
+    refusal = verified.insufficient_scope(["notes:write"])
+    assert refusal.http_status == 403 and refusal.data == {"requiredScopes": ["mcp", "notes:write"]}
+    assert "/.well-known/oauth-protected-resource/mcp-oauth" in refusal.headers["WWW-Authenticate"]
+
+
 async def test_scoped_tools_are_listed_and_permission_tools_only_to_those_who_hold_it(async_client, alice):
     await sync_to_async(_token)(alice)
     names = lambda response: [t["name"] for t in json.loads(response.content)["result"]["tools"]]  # noqa: E731
