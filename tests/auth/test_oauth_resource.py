@@ -181,7 +181,8 @@ async def test_the_verified_token_keeps_nothing_of_its_request_and_still_challen
     request = RequestFactory().post(PATH, HTTP_AUTHORIZATION="Bearer tok-" + "a" * 30, HTTP_HOST="testserver")
     verified = await oauth_server.auth(request)
     assert verified is not None and verified.user.username == "alice"
-    assert not any(isinstance(held, HttpRequest) for held in gc.get_referents(verified.challenge))
+    held = gc.get_referents(verified.challenge)  # a partial: its function, its arguments
+    assert not any(isinstance(one, HttpRequest) for one in [*held, *gc.get_referents(*held)])
     refusal = verified.insufficient_scope(["notes:write"])
     assert refusal.http_status == 403 and refusal.data == {"requiredScopes": ["mcp", "notes:write"]}
     assert "/.well-known/oauth-protected-resource/mcp-oauth" in refusal.headers["WWW-Authenticate"]
