@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 import uuid
 from datetime import timedelta
 from io import StringIO
@@ -12,7 +13,7 @@ from unittest import mock
 
 import pytest
 from django.core.management import call_command
-from django.db import OperationalError
+from django.db import OperationalError, connection
 from django.utils import timezone
 
 from django_mcp.models import Task
@@ -306,6 +307,47 @@ async def test_a_row_of_this_runner_that_it_never_started_is_reaped_and_its_runn
     await orphan.arefresh_from_db()
     assert orphan.status == "failed" and orphan.error["message"].startswith("Task owner stopped")
     assert (await Task.objects.aget(pk=running)).status == "working"  # renewed by the same maintenance round
+
+
+def test_leases_are_renewed_a_batch_at_a_time_and_every_batch_is_read(monkeypatch):
+    from django_mcp.tasks.store import operations
+
+    monkeypatch.setattr(operations, "LEASE_BATCH", 2)
+    past = timezone.now() - timedelta(seconds=1)
+    rows = [
+        Task.objects.create(tool="slow", owner="o", scope="mcp_tasks", poll_interval_ms=100, lease_expires_at=past)
+        for _ in range(4)
+    ]
+    Task.objects.filter(pk=rows[1].pk).update(cancel_requested=True)
+    Task.objects.filter(pk=rows[2].pk).update(input_responses={"ok": {"action": "accept"}})
+    Task.objects.filter(pk=rows[3].pk).update(status="completed")
+    ids = [str(row.pk) for row in rows] + [str(uuid.uuid4())]
+    flagged, answered, vanished = operations.renew_leases(ids, 15)
+    assert (flagged, answered, vanished) == ([ids[1]], [ids[2]], [ids[3], ids[4]])
+    renewed = Task.objects.filter(lease_expires_at__gt=timezone.now(), pk__in=[row.pk for row in rows])
+    assert sorted(str(pk) for pk in renewed.values_list("pk", flat=True)) == sorted(ids[:3])
+
+
+def test_maintenance_takes_more_running_tasks_than_a_statement_takes_parameters():
+    # SQLite takes at most 32,766 parameters per statement and PostgreSQL 65,535: a process running more
+    # tasks than that still renews their leases, and its reaper still passes over them and finds the rest.
+    from django_mcp.tasks.store import operations
+
+    if connection.vendor == "sqlite":  # as SQLite is built by default (Debian's allows 250,000)
+        connection.ensure_connection()
+        connection.connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 32_766)
+    running = [str(uuid.uuid4()) for _ in range(70_000)]
+    lapsed = Task.objects.create(
+        tool="slow",
+        owner="o",
+        scope="mcp_tasks",
+        poll_interval_ms=100,
+        node="gone",
+        lease_expires_at=timezone.now() - timedelta(seconds=1),
+    )
+    assert operations.renew_leases(running, 15) == ([], [], running)
+    reaped = operations.reap_lapsed(running, {"code": -32603, "message": "Task owner stopped"})
+    assert [task.pk for task in reaped] == [lapsed.pk]
 
 
 # -- a database outage longer than the lease: live tasks keep their outcome ---------------------------------

@@ -280,40 +280,53 @@ def finished_values(status: str, result: Any, error: Any, message: str | None) -
     return fields
 
 
+LEASE_BATCH = 500
+"""Tasks per statement when renewing leases: a process may run tens of thousands, more than SQLite
+(32,766) or PostgreSQL (65,535) take as parameters of one statement, and one statement's parse of them
+would take megabytes."""
+
+
 def renew_leases(task_ids: list[str], lease_seconds: float) -> tuple[list[str], list[str], list[str]]:
-    """One batched lease renewal for the tasks this process runs.
+    """Batched lease renewal for the tasks this process runs (:data:`LEASE_BATCH` per statement).
 
     Returns the ids flagged for cancellation, those with answers waiting to be
     taken (a fallback for a lost wake-up), and those no longer active (deleted,
     or finished elsewhere).
     """
-    mine = Task.objects.filter(pk__in=task_ids).active()
-    mine.update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds))
-    state = {
-        str(pk): (cancel, bool(answers))
-        for pk, cancel, answers in mine.values_list("pk", "cancel_requested", "input_responses")
-    }
-    return (
-        [t for t, (cancel, _) in state.items() if cancel],
-        [t for t, (_, answered) in state.items() if answered],
-        [t for t in task_ids if t not in state],
-    )
+    flagged: list[str] = []
+    answered: list[str] = []
+    vanished: list[str] = []
+    for start in range(0, len(task_ids), LEASE_BATCH):
+        batch = task_ids[start : start + LEASE_BATCH]
+        mine = Task.objects.filter(pk__in=batch).active()
+        mine.update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds))
+        state = {
+            str(pk): (cancel, bool(answers))
+            for pk, cancel, answers in mine.values_list("pk", "cancel_requested", "input_responses")
+        }
+        flagged.extend(t for t, (cancel, _) in state.items() if cancel)
+        answered.extend(t for t, (_, has_answers) in state.items() if has_answers)
+        vanished.extend(t for t in batch if t not in state)
+    return flagged, answered, vanished
 
 
 def reap_lapsed(running: Iterable[str], error: dict[str, Any], limit: int = 500) -> list[Task]:
     """Fail active tasks whose lease lapsed (their process died, or never started them): a bounded, batched sweep.
 
-    ``running`` are the tasks the caller runs (and renews). Returns the tasks failed here
+    ``running`` are the tasks the caller runs, and has just renewed: they are passed over, in Python
+    (they may be tens of thousands; renewed, they come last). Returns the tasks failed here
     (compare-and-set: each is failed by exactly one sweeper).
     """
     now = timezone.now()
-    lapsed = list(
-        Task.objects.active()
+    running = set(running)
+    lapsed = [
+        pk
+        for pk in Task.objects.active()
         .filter(lease_expires_at__lte=now)
-        .exclude(pk__in=[pk for pk in (parse_id(t) for t in running) if pk is not None])
         .order_by("lease_expires_at")
         .values_list("pk", flat=True)[:limit]
-    )
+        if str(pk) not in running
+    ]
     reaped = []
     for pk in lapsed:
         moved = Task.objects.filter(pk=pk, status__in=ACTIVE, lease_expires_at__lte=now).update(
