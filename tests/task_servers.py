@@ -140,6 +140,16 @@ async def stubborn(request: McpRequest) -> Any:
 
 
 @task_tools.register(task_support="optional")
+async def where_it_runs(request: TaskRequest) -> str:
+    """Records the asyncio task its body runs in, then sleeps until cancelled."""
+    task = current_task(request)
+    assert task is not None
+    EVENTS[task.id] = asyncio.current_task()
+    await asyncio.sleep(3600)
+    return "woke"
+
+
+@task_tools.register(task_support="optional")
 async def asks_twice(request: McpRequest) -> Any:
     async def run(task: TaskContext) -> str:
         first = await task.arequest_input({"confirm": elicit("Sure?", FORM)})

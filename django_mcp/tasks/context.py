@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import async_to_sync, iscoroutinefunction, sync_to_async
 from django.db import InterfaceError, OperationalError
 
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, missing_capability
@@ -39,38 +39,41 @@ def check_run(run: Any) -> None:
         raise TypeError(f"run must be a function taking the task (async def or def), not {type(run).__name__}")
 
 
-async def acall_run(run: Run, task: TaskContext) -> Any:
-    """Call a task body: async ones on the loop, sync ones in the task's own thread.
+def begin_run(run: Run, task: TaskContext) -> Awaitable[Any]:
+    """``run(task)`` to await: an async body's own coroutine, a sync one's call in the task's thread.
 
-    A coroutine of its own, so that a body that cannot even be called (e.g. one taking no task) fails
-    the task like one that raises, instead of the supervisor before it watches the run.
+    A plain function, so a running task holds no coroutine of ours around its body's; a body that
+    cannot even be called raises here, in the caller's ``try``.
     """
-    if inspect.iscoroutinefunction(run):
-        return await run(task)
+    if iscoroutinefunction(run):
+        return cast(Awaitable[Any], run(task))
+    return _acall_sync(run, task)
+
+
+async def _acall_sync(run: Run, task: TaskContext) -> Any:
     value = await sync_to_async(run)(task)
     if inspect.isawaitable(value):  # e.g. a lambda returning a coroutine
         value = await value
     return value
 
 
-def acall_run_within(run: Run, task: RunningTask, tool: Tool) -> Coroutine[Any, Any, Any]:
-    """:func:`acall_run`, ended at the tool's ``task_timeout_seconds`` (the task then fails "Task timed
+def begin_run_within(run: Run, task: RunningTask, tool: Tool) -> Awaitable[Any]:
+    """:func:`begin_run`, ended at the tool's ``task_timeout_seconds`` (the task then fails "Task timed
     out"), in the task's span when OpenTelemetry is configured.
 
-    Nothing to bound or trace: :func:`acall_run` itself, no coroutine around it kept for as long as the
-    body runs.
+    Nothing to bound or trace: :func:`begin_run` itself, no coroutine around the body's.
     """
     limit = tool.extension_options.get("task_timeout_seconds")
     if limit is None and not telemetry.active():
-        return acall_run(run, task)
+        return begin_run(run, task)
 
     async def bounded(span: Any) -> Any:
         if limit is None:
-            return await acall_run(run, task)
+            return await begin_run(run, task)
         bound = asyncio.timeout(limit)
         try:
             async with bound:
-                return await acall_run(run, task)
+                return await begin_run(run, task)
         except TimeoutError:
             if not bound.expired():
                 raise  # the body's own TimeoutError: an error result, as any exception it raises

@@ -22,7 +22,7 @@ from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
 from ..server.params import parse_params
 from . import gauges  # noqa: F401  (declares the tasks' OpenTelemetry gauges)
 from .conf import get_tasks_settings
-from .context import InlineTask, Run, TaskContext, acall_run, check_run
+from .context import InlineTask, Run, TaskContext, begin_run, check_run
 from .models import ACTIVE, Task, creator_fields
 from .options import (
     check_backend_alias,
@@ -455,10 +455,10 @@ async def astart_task(request: McpRequest, *, run: Run, status_message: str = ""
     if task is not None:
         if status_message:
             await task.aupdate(status_message)
-        return await acall_run(run, task)
+        return await begin_run(run, task)
     call = current_call.get()
     if call is None or not call.served or not request.declares_extension(EXTENSION_ID):
-        return await acall_run(run, InlineTask(request, call.tool if call is not None else None))
+        return await begin_run(run, InlineTask(request, call.tool if call is not None else None))
     return await call.plugin.acreate(request, call.tool, run, status_message)
 
 

@@ -31,7 +31,7 @@ from ..server.lifecycle import shutting_down
 from ..server.results import call_tool_result, exception_result
 from ..server.tools.definition import Tool
 from .conf import get_tasks_settings
-from .context import Run, RunningTask, acall_run_within
+from .context import Run, RunningTask, begin_run_within
 from .models import Task, TaskStatus
 from .publishing import apublish
 from .store import TaskStore
@@ -105,15 +105,30 @@ class TaskRunner:
         return supervisor
 
     async def _asupervise(self, running: RunningTask, run: Run) -> None:
+        # One asyncio task runs the body and then records how it ended: a running task holds no second
+        # task, and no coroutine of ours but this one, around its body's.
         # The run's own ORM calls get a thread of their own, whose connections are closed at the end.
         async with ThreadSensitiveContext() as thread_context:
-            work = asyncio.ensure_future(acall_run_within(run, running, running.tool))
-            running.work = work
-            if running.cancelled:  # cancelled before it started
-                work.cancel()
             try:
                 try:
-                    finished = await self._aoutcome(running, work)
+                    if running.cancelled:  # cancelled before it started
+                        ending = _ending_of_cancel(running)
+                    else:
+                        running.work = asyncio.current_task()
+                        try:
+                            value = await begin_run_within(run, running, running.tool)
+                        except asyncio.CancelledError:
+                            if not _cancelled_here(running):
+                                raise  # our supervisor itself was cancelled: leave the row to the lease
+                            ending = _ending_of_cancel(running)
+                        except Exception as exc:
+                            ending = _ending_of_error(running, exc)
+                        else:
+                            ending = _ending_of_value(running, value)
+                        finally:
+                            running.work = None
+                        _forget_cancels_sent(running)
+                    finished = await self._arecord(running, *ending) if ending is not None else None
                 finally:
                     # Its outcome is recorded: no lease to renew, no control to take, while it is published.
                     self._running.pop(running.id, None)
@@ -128,12 +143,8 @@ class TaskRunner:
                     with contextlib.suppress(Exception):
                         await sync_to_async(connections.close_all)()
 
-    async def _aoutcome(self, running: RunningTask, work: asyncio.Future[Any]) -> Task | None:
+    async def _arecord(self, running: RunningTask, status: str, fields: dict[str, Any]) -> Task | None:
         """Record how the run ended (retrying while the database is down)."""
-        ending = await _aending(running, work)
-        if ending is None:
-            return None
-        status, fields = ending
         loop = asyncio.get_running_loop()
         retry_for = get_tasks_settings().TASK_FINAL_WRITE_RETRY_SECONDS
         started = loop.time()
@@ -314,35 +325,44 @@ async def asend_control(node: str, task_id: str, op: str) -> None:
         logger.warning("Could not deliver %s for task %s through the channel layer", op, task_id)
 
 
-def _failed(error: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+Ending = tuple[str, dict[str, Any]]
+"""How a run ended: its terminal status and the fields to store with it (compare-and-set)."""
+
+
+def _failed(error: dict[str, Any]) -> Ending:
     return TaskStatus.FAILED, {"error": error, "message": error["message"]}
 
 
-def _completed(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _completed(result: dict[str, Any]) -> Ending:
     return TaskStatus.COMPLETED, {"result": {**result, "resultType": "complete"}}
 
 
-async def _aending(running: RunningTask, work: asyncio.Future[Any]) -> tuple[str, dict[str, Any]] | None:
-    """How the run ended, as the terminal status and its fields (compare-and-set later); None: nothing to record."""
-    try:
-        value = await work
-    except asyncio.CancelledError:
-        if running.gone:
-            return None
-        if running.stopping or shutting_down():
-            return _failed(STOPPED)
-        if not running.cancelled:
-            raise  # our supervisor itself was cancelled: leave the row to the lease
-        return TaskStatus.CANCELLED, {"message": "Cancelled"}
-    except McpJsonRpcError as exc:
+def _cancelled_here(running: RunningTask) -> bool:
+    """Whether this runner cancelled the run (tasks/cancel, shutdown, its row gone elsewhere)."""
+    return running.cancelled or running.stopping or running.gone or shutting_down()
+
+
+def _ending_of_cancel(running: RunningTask) -> Ending | None:
+    """How a run this runner cancelled ended (None: its row is gone, nothing to record)."""
+    if running.gone:
+        return None
+    if running.stopping or shutting_down():
+        return _failed(STOPPED)
+    return TaskStatus.CANCELLED, {"message": "Cancelled"}
+
+
+def _ending_of_error(running: RunningTask, exc: Exception) -> Ending:
+    if isinstance(exc, McpJsonRpcError):
         return _failed(exc.to_error())
-    except (OperationalError, InterfaceError) as exc:
+    if isinstance(exc, OperationalError | InterfaceError):
         # The task's own bookkeeping (or its body) lost the database: that is the server's failure,
         # never an isError result the tool did not produce.
         logger.error("Task %s lost the database: %s", running.id, exc)
         return _failed({"code": -32603, "message": "Task failed: the database was unavailable"})
-    except Exception as exc:
-        return _completed(exception_result(running.tool, exc))
+    return _completed(exception_result(running.tool, exc))
+
+
+def _ending_of_value(running: RunningTask, value: Any) -> Ending:
     try:
         result = call_tool_result(running.tool, value)
         json.dumps(result)  # it is stored in a JSON column and sent as JSON
@@ -351,3 +371,12 @@ async def _aending(running: RunningTask, work: asyncio.Future[Any]) -> tuple[str
     except (TypeError, ValueError) as exc:
         return _completed(exception_result(running.tool, TypeError(f"the task's result is not JSON: {exc}")))
     return _completed(result)
+
+
+def _forget_cancels_sent(running: RunningTask) -> None:
+    # The body is over: the cancels this runner sent it (one per tasks/cancel, maintenance pass or stop)
+    # must not cut its final write short.
+    if _cancelled_here(running):
+        task = asyncio.current_task()
+        while task is not None and task.cancelling():
+            task.uncancel()

@@ -21,7 +21,7 @@ from django_mcp.tasks.models import TaskQuota
 from django_mcp.tasks.store.database import new_task_id
 from django_mcp.tasks.wire import DETAILED_FIELDS, timestamp
 from tests.task_calls import CLIENT, EXT, create, get, owner_key, rpc, wait_for
-from tests.task_servers import EVENTS, small_server, stop_all_tasks
+from tests.task_servers import EVENTS, small_server, stop_all_tasks, tasks_server
 from tests.wire import assert_wire, post, post_from, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -292,6 +292,39 @@ async def test_a_run_that_ignores_its_signal_is_cancelled_at_its_next_await(asyn
     await rpc(async_client, "tasks/cancel", {"taskId": handle["taskId"]}, status=200)
     await wait_for(async_client, handle["taskId"], "cancelled")
     assert EVENTS["stubborn"] == "cancelled, signal=True"
+
+
+async def test_a_running_task_is_its_supervisor_alone(async_client):
+    # The body runs in the asyncio task that records its outcome: one task, not two, per running task.
+    runner = tasks_server.extension_plugins[0].runner
+    handle = await create(async_client, "where_it_runs")
+    for _ in range(100):
+        if handle["taskId"] in EVENTS:
+            break
+        await asyncio.sleep(0.01)
+    assert EVENTS[handle["taskId"]] is runner._supervisors[handle["taskId"]]
+
+
+async def test_a_cancelled_run_records_its_outcome_in_a_task_no_longer_being_cancelled(async_client, monkeypatch):
+    # Each cancel sent to the run counts on its asyncio task; once the run is over they are taken back,
+    # so the final write (and what it publishes) can use asyncio.timeout and task groups as usual.
+    plugin = tasks_server.extension_plugins[0]
+    finish, cancelling = plugin.store.afinish, []
+
+    async def afinish(*args: Any, **kwargs: Any) -> Any:
+        cancelling.append(asyncio.current_task().cancelling())
+        return await finish(*args, **kwargs)
+
+    monkeypatch.setattr(plugin.store, "afinish", afinish)
+    handle = await create(async_client, "where_it_runs")
+    for _ in range(100):
+        if handle["taskId"] in EVENTS:
+            break
+        await asyncio.sleep(0.01)
+    assert plugin.runner.act_here(handle["taskId"], "cancel")
+    assert plugin.runner.act_here(handle["taskId"], "cancel")  # e.g. tasks/cancel, then the maintenance's flag
+    await wait_for(async_client, handle["taskId"], "cancelled")
+    assert cancelling == [0]
 
 
 async def test_the_signal_event_is_set_by_a_cancel_before_or_after_it_is_first_asked_for():
