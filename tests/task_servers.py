@@ -38,10 +38,14 @@ async def quick(request: McpRequest, text: str = "done") -> Any:
 # -- the declarative form: the body itself runs as the task -------------------------------
 
 
+_METAS_SEEN: list[Any] = []
+
+
 @task_tools.register(task_support="optional")
 async def request_seen(request: McpRequest, note: str = "") -> str:
     """What the body's request holds: as a task, only the caller, the call and the client's declaration."""
     http = request.http_request
+    _METAS_SEEN.append(request.meta)  # kept: no two objects seen ever share an id()
     return json.dumps(
         {
             "task": current_task(request) is not None,
@@ -52,8 +56,19 @@ async def request_seen(request: McpRequest, note: str = "") -> str:
             "get": dict(http.GET),
             "version": request.protocol_version,
             "capabilities": sorted(request.client_capabilities),
+            "progress_token": request.meta.progress_token,
+            "meta_object": id(request.meta),
+            "read_only": _refuses_writes(http),
         }
     )
+
+
+def _refuses_writes(http: Any) -> bool:
+    try:
+        http.META["HTTP_X_NOTE"] = "written"
+    except TypeError:
+        return True
+    return False
 
 
 @task_tools.register(task_support="optional")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import async_to_sync, markcoroutinefunction, sync_to_async
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 from pydantic import BaseModel
@@ -34,7 +34,7 @@ from .options import (
 )
 from .params import TaskIdParams, TaskIdsFilter, UpdateParams
 from .publishing import apublish, task_group
-from .request import TaskRequest, ToolCall, current_call, current_task, detached
+from .request import TaskRequest, ToolCall, current_call, current_task, detached, shared_meta
 from .runner import OWNER_GONE, TaskRunner, asend_control
 from .signals import task_created
 from .store import TaskStore, operations
@@ -195,8 +195,11 @@ class McpTasks(ExtensionPlugin):
             # The body keeps only what it needs of the request: not the HTTP request, which is over.
             body_request = detached(request)
 
-            async def body(task: TaskContext) -> Any:
-                return await proceed(body_request.run_as(task))
+            # A plain function handing back the tool's awaitable: a running task keeps no coroutine of
+            # ours around the tool's.
+            @markcoroutinefunction
+            def body(task: TaskContext) -> Awaitable[Any]:
+                return proceed(body_request.run_as(task))
 
             status_message = tool.extension_options.get("task_status_message", "")
             return await self.acreate(request, tool, body, status_message, backend=backend)
@@ -413,7 +416,7 @@ class McpTasks(ExtensionPlugin):
             await _acreated(task, request)
             return ExtensionResult(create_task_result(task))
         request.finish()  # progress and log of this request never go out once it is a task
-        self.runner.start(task, tool, run, request.client_capabilities)
+        self.runner.start(task, tool, run, shared_meta(request.meta).client_capabilities)
         await _acreated(task, request)
         return ExtensionResult(create_task_result(task))
 

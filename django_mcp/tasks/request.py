@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextvars
+import functools
+import json
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from django.http import HttpRequest, QueryDict
@@ -45,27 +48,51 @@ class TaskRequest(McpRequest):
 _NOTHING_SENT = QueryDict()  # immutable
 
 
+class _BodyHttpRequest(HttpRequest):
+    """The HTTP side of a body's request: nothing came with it, so every container is empty, read-only and
+    shared by every body (a running task holds its request for as long as it runs)."""
+
+    GET = POST = _NOTHING_SENT
+    FILES: Any = _NOTHING_SENT
+    COOKIES: Any = MappingProxyType({})
+    META: Any = MappingProxyType({})
+    method = "POST"
+    path = path_info = ""
+    resolver_match = content_type = content_params = None
+
+    def __init__(self, user: Any, auth: Any) -> None:  # (no super(): its containers are the shared ones)
+        self.user = user
+        self.auth = auth
+
+
+@functools.lru_cache(maxsize=256)
+def _meta_of(text: str) -> RequestMeta:
+    return RequestMeta.model_validate(json.loads(text))  # (json: it takes the lone surrogates a client may send)
+
+
+def shared_meta(meta: RequestMeta) -> RequestMeta:
+    """``meta`` for a body: without the progress token (its response is gone), and one object for every
+    body whose request declared the same (clients send the same ``_meta`` with every call, and a running
+    task holds it for as long as it runs). Read it; do not change it."""
+    declared = meta.model_dump(by_alias=True, exclude_none=True, exclude={"progress_token"})
+    return _meta_of(json.dumps(declared, sort_keys=True))
+
+
 def body_request(
     *, user: Any, auth: Any, tool: str, arguments: Any, meta: RequestMeta, namespace: str, request_id: Any = None
 ) -> TaskRequest:
     """The request a task's body runs with, wherever it runs: the caller (``user``, ``auth``), the call
-    (``name`` and ``arguments``) and what the client declared (``meta``).
+    (``name`` and ``arguments``) and what the client declared (``meta``, as :func:`shared_meta`).
 
     Not the HTTP request it came in: a body runs on after the response (or on a fleet worker), and keeps
     no headers (credentials among them), no body and nothing else of a request that is over.
     """
-    http = HttpRequest()
-    http.method = "POST"
-    # Nothing came with it: empty and read-only, shared by every body (a running task holds its request).
-    http.GET = http.POST = _NOTHING_SENT
-    http.user = user
-    http.auth = auth  # type: ignore[attr-defined]
     return TaskRequest(
-        http,
+        _BodyHttpRequest(user, auth),
         request_id=request_id,
         method="tools/call",
         params={"name": tool, "arguments": arguments},
-        meta=meta,
+        meta=shared_meta(meta),
         namespace=namespace,
         era="modern",
     )

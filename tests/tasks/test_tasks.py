@@ -191,7 +191,23 @@ async def test_a_body_run_as_a_task_keeps_only_the_caller_and_the_call_of_its_re
         "get": {},
         "version": "2026-07-28",
         "capabilities": sorted(CLIENT),
+        "progress_token": None,
+        "meta_object": seen["meta_object"],
+        "read_only": True,
     }
+
+
+async def test_bodies_whose_clients_declared_the_same_share_one_meta(async_client):
+    # A running task holds its request's _meta for as long as it runs: equal ones are held once. The
+    # progress token is the request's own (its response is gone), so it is not part of what is shared.
+    seen = []
+    for token, caps in (("p1", CLIENT), ("p2", CLIENT), ("p3", {**CLIENT, "sampling": {}})):
+        handle = await create(async_client, "request_seen", caps=caps, progressToken=token)
+        result = await wait_for(async_client, handle["taskId"], "completed")
+        seen.append(json.loads(result["result"]["content"][0]["text"]))
+    assert [s["progress_token"] for s in seen] == [None, None, None]
+    assert seen[0]["meta_object"] == seen[1]["meta_object"] != seen[2]["meta_object"]
+    assert seen[2]["capabilities"] == sorted({**CLIENT, "sampling": {}})
 
 
 async def test_a_body_run_in_the_request_sees_the_whole_request(async_client):
