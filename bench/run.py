@@ -931,6 +931,8 @@ class Bench:
             }
         if target.kind == "dj":
             self.seed(target, ["clear"])
+        if target.auth and target.name not in self.tokens:  # a run of this phase alone (--phases memory)
+            self.tokens[target.name] = self.seed(target, ["token"])["token"]
         server = self.start(target, extra)
         try:
             base = self.base_job(server)
