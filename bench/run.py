@@ -565,7 +565,9 @@ class Bench:
         only = set(self.args.targets.split(",")) if self.args.targets else None
         for target in all_targets():
             reason = self._unavailable(target)
-            if only is not None and not any(o in target.name for o in only):
+            if only is not None and not any(
+                target.name == o[1:] if o.startswith("=") else o in target.name for o in only
+            ):
                 reason = reason or "not selected (--targets)"
             if reason:
                 self.skipped[target.name] = reason
@@ -1248,7 +1250,10 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="~10 s: one tiny scenario per available target")
     parser.add_argument("--out", help="where to write results.{json,md,png} (default bench/results/)")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 3; smoke 1)")
-    parser.add_argument("--targets", help="comma-separated substrings of target names to run (default all)")
+    parser.add_argument(
+        "--targets",
+        help="comma-separated substrings of target names to run, or =NAME for that target alone (default all)",
+    )
     parser.add_argument(
         "--phases",
         default="main,xworker,memory,parked,big",
