@@ -375,7 +375,8 @@ def _ending_of_value(running: RunningTask, value: Any) -> Ending:
 
 def _forget_cancels_sent(running: RunningTask) -> None:
     # The body is over: the cancels this runner sent it (one per tasks/cancel, maintenance pass or stop)
-    # must not cut its final write short.
+    # are taken back, so the final write and its publishing (asyncio.timeout, task groups) run in a task
+    # that is no longer being cancelled.
     if _cancelled_here(running):
         task = asyncio.current_task()
         while task is not None and task.cancelling():
