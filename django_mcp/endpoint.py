@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from .conf import McpSettings, get_settings
+from .decorators import client_endpoint
 from .server.context import McpRequest
 from .server.dispatch import Dispatcher
 from .server.extensions import ExtensionPlugin
@@ -82,7 +83,9 @@ class McpServer:
             lifecycle.on_shutdown(plugin.shutdown)
         self._started: asyncio.Future[None] | None = None
         self._api: NinjaAPI | None = None
-        self._views: frozenset[Callable[..., Any]] = frozenset()
+        self._views: frozenset[Callable[..., Any]] = frozenset()  # the one view serving this endpoint
+        self._pattern: URLPattern | None = None  # ninja's, its view replaced by the one in _views
+        self._app_names: tuple[str, str] = ("", "")
         self._resolved: tuple[McpSettings, ResolvedOptions] | None = None  # static options, resolved once
         servers.add(self)
 
@@ -131,18 +134,22 @@ class McpServer:
 
         ``path("mcp/", ...)`` serves ``/mcp/`` only (check ``django_mcp.W013``): use :func:`mcp_path`.
         """
-        from django.urls import re_path
+        from django.urls import URLPattern, re_path
 
         from .transport.views import build_api
 
         if self._api is None:
             self._api = build_api(self)
-        patterns, app_name, namespace = cast("tuple[list[URLPattern], str, str]", self._api.urls)
-        self._views = frozenset(pattern.callback for pattern in patterns)
+            # Ninja lists one pattern per operation, all on the empty route: the first resolves every method.
+            patterns, app_name, namespace = cast("tuple[list[URLPattern], str, str]", self._api.urls)
+            self._pattern, self._app_names = patterns[0], (app_name, namespace)
+            self._views = frozenset({_client_view(patterns[0].callback)})
+        (view,), pattern, (app_name, namespace) = self._views, self._pattern, self._app_names
+        assert pattern is not None
         # The endpoint's own route is empty; one more answers a trailing slash after a route without one
         # (\A, not ^: Django's urls.W002 flags a pattern starting "^/").
-        with_slash = re_path(r"\A/\Z", cast("Callable[..., HttpResponseBase]", patterns[0].callback))
-        return [*patterns, with_slash], app_name, namespace
+        own = URLPattern(pattern.pattern, view, pattern.default_args, pattern.name)
+        return [own, re_path(r"\A/\Z", view)], app_name, namespace
 
     def serves(self, view: Callable[..., Any]) -> bool:
         """Whether ``view`` (a resolved URL's callback) is this server's endpoint."""
@@ -166,3 +173,13 @@ class McpServer:
 
     def __repr__(self) -> str:
         return f"<McpServer {self.urls_namespace!r}>"
+
+
+def _client_view(ninja_view: Callable[..., Awaitable[HttpResponseBase]]) -> Callable[..., Awaitable[HttpResponseBase]]:
+    """The endpoint's view: ninja's, as a function of its own to mark (ninja may hand back a shared method)."""
+
+    async def endpoint(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        return await ninja_view(request, *args, **kwargs)
+
+    endpoint.csrf_exempt = True  # type: ignore[attr-defined]  # as ninja marks its views: the auth guards
+    return client_endpoint(endpoint)

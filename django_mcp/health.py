@@ -22,6 +22,7 @@ from django.urls import path
 from django.utils import timezone
 
 from .compat import mark_logged
+from .decorators import client_endpoint
 from .server.notify import has_channel_layer
 
 T = TypeVar("T")
@@ -157,4 +158,7 @@ async def ready(request: HttpRequest) -> JsonResponse:
 
 
 app_name = "django_mcp_health"
-urlpatterns = [path("live", live, name="live"), path("ready", ready, name="ready")]
+urlpatterns = [
+    path("live", client_endpoint(live), name="live"),
+    path("ready", client_endpoint(ready), name="ready"),
+]

@@ -11,15 +11,17 @@ Served: ``/.well-known/oauth-protected-resource[/<endpoint path>]``; with ``oaut
 from __future__ import annotations
 
 from django.apps import apps
+from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.views import LoginView
 from django.urls import URLPattern, URLResolver, include, path, re_path, reverse_lazy
 
+from ..decorators import client_endpoint
 from .metadata import protected_resource_metadata
 
 urlpatterns: list[URLPattern | URLResolver] = [
     re_path(
         r"^\.well-known/oauth-protected-resource(?:/(?P<resource_path>.+))?/?$",
-        protected_resource_metadata,
+        client_endpoint(protected_resource_metadata),
         name="django_mcp_protected_resource",
     ),
 ]
@@ -33,17 +35,19 @@ if apps.is_installed("oauth2_provider"):
     _server = [
         path(
             ".well-known/oauth-authorization-server",
-            oauth_views.OAuthServerMetadataView.as_view(),
+            client_endpoint(oauth_views.OAuthServerMetadataView.as_view()),
             name="oauth-server-metadata",
         ),
-        path("o/authorize/", _AuthorizationView.as_view(), name="authorize"),
-        path("o/token/", oauth_views.TokenView.as_view(), name="token"),
-        path("o/revoke_token/", oauth_views.RevokeTokenView.as_view(), name="revoke-token"),
-        path("o/introspect/", oauth_views.IntrospectTokenView.as_view(), name="introspect"),
-        path("o/register/", oauth_views.DynamicClientRegistrationView.as_view(), name="dcr-register"),
+        # A person's page, but it sends an anonymous browser to /o/login/ itself (with the client's request
+        # kept in ``next``), where LoginRequiredMiddleware would send it to the project's LOGIN_URL.
+        path("o/authorize/", login_not_required(_AuthorizationView.as_view()), name="authorize"),
+        path("o/token/", client_endpoint(oauth_views.TokenView.as_view()), name="token"),
+        path("o/revoke_token/", client_endpoint(oauth_views.RevokeTokenView.as_view()), name="revoke-token"),
+        path("o/introspect/", client_endpoint(oauth_views.IntrospectTokenView.as_view()), name="introspect"),
+        path("o/register/", client_endpoint(oauth_views.DynamicClientRegistrationView.as_view()), name="dcr-register"),
         path(
             "o/register/<str:client_id>/",
-            oauth_views.DynamicClientRegistrationManagementView.as_view(),
+            client_endpoint(oauth_views.DynamicClientRegistrationManagementView.as_view()),
             name="dcr-register-management",
         ),
     ]

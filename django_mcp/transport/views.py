@@ -56,6 +56,13 @@ def build_api(server: McpServer) -> NinjaAPI:
     def mcp_not_allowed(request: HttpRequest) -> HttpResponse:
         return HttpResponse(status=405, headers={"Allow": allowed_methods()})
 
+    @api.api_operation(["OPTIONS"], "", include_in_schema=False)
+    def mcp_options(request: HttpRequest) -> HttpResponse:
+        # What the endpoint takes. A browser's CORS preflight is answered before it gets here, by
+        # django-cors-headers where the project allows other origins (django_mcp.cors); else this
+        # answer, without Access-Control-* headers, tells the browser no.
+        return HttpResponse(status=204, headers={"Allow": f"{allowed_methods()}, OPTIONS"})
+
     @api.exception_handler(OperationalError)
     @api.exception_handler(InterfaceError)
     def database_down(request: HttpRequest, exc: Exception) -> HttpResponse:

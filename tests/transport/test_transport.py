@@ -30,6 +30,17 @@ async def test_a_modern_only_server_allows_post_only(async_client, settings, met
     assert (response.status_code, response["Allow"]) == (405, "POST")
 
 
+async def test_options_says_what_the_endpoint_takes_without_granting_another_origin_anything(async_client):
+    # A preflight reaches the view only where nothing (django-cors-headers) answers it first: a 204
+    # with no Access-Control-* header, which a browser reads as "no", not an HTML 405 page.
+    response = await async_client.options(
+        "/mcp", headers={"Origin": "http://127.0.0.1:9", "Access-Control-Request-Method": "POST"}
+    )
+    assert (response.status_code, response["Allow"]) == (204, "GET, POST, DELETE, OPTIONS")
+    assert not [name for name in response.headers if name.lower().startswith("access-control-")]
+    assert response.content == b""
+
+
 async def test_no_session_id_is_minted_or_echoed(async_client):
     response = await post(async_client, request_body("server/discover"), headers={"Mcp-Session-Id": "abc"})
     assert response.status_code == 200

@@ -1,0 +1,122 @@
+"""The endpoint, its metadata, health and sign-in views under settings older projects carry.
+
+In-process, on the suite's own project with one setting changed at a time; tests/field/test_live.py
+runs the whole field project (tests/field/settings.py) for real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.db import connections
+from django.test import AsyncClient, Client
+
+from django_mcp.testing import McpClient
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LOGIN_REQUIRED = "django.contrib.auth.middleware.LoginRequiredMiddleware"
+
+
+@pytest.fixture
+def atomic_requests() -> Iterator[None]:
+    """``DATABASES["default"]["ATOMIC_REQUESTS"] = True`` (the handler reads it from the connection settings)."""
+    database = connections.settings["default"]
+    database["ATOMIC_REQUESTS"] = True
+    try:
+        yield
+    finally:
+        database["ATOMIC_REQUESTS"] = False
+
+
+@pytest.fixture
+def login_required(settings: pytest.FixtureRequest) -> None:
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, LOGIN_REQUIRED]  # type: ignore[attr-defined]
+
+
+@pytest.mark.usefixtures("atomic_requests")
+async def test_the_endpoint_answers_under_atomic_requests_in_both_eras() -> None:
+    async with McpClient("/mcp") as mcp:
+        assert await mcp.alist_tools()
+    async with McpClient("/mcp", protocol_version="2025-11-25") as mcp:
+        assert await mcp.alist_tools()
+
+
+@pytest.mark.usefixtures("atomic_requests")
+async def test_a_task_runs_and_is_read_under_atomic_requests() -> None:
+    async with McpClient("/mcp-tasks") as mcp:
+        handle = await mcp.astart_task("quick", {"text": "under ATOMIC_REQUESTS"})
+        task = await mcp.await_task(handle["taskId"], "completed")
+    assert task["status"] == "completed"
+    assert task["result"]["content"][0]["text"] == "task:under ATOMIC_REQUESTS"
+
+
+@pytest.mark.usefixtures("atomic_requests")
+@pytest.mark.parametrize("path", ["/health/live", "/health/ready", "/.well-known/oauth-protected-resource/mcp-oauth"])
+async def test_health_and_metadata_answer_under_atomic_requests(path: str) -> None:
+    response = await AsyncClient().get(path)
+    assert response.status_code == 200, response.content
+
+
+@pytest.mark.usefixtures("login_required")
+async def test_login_required_middleware_lets_clients_reach_the_endpoint() -> None:
+    anonymous = await AsyncClient().post("/mcp", b"{}", content_type="application/json")
+    assert anonymous.status_code == 400  # the endpoint's own JSON-RPC answer, not a redirect to a login page
+    assert anonymous.json()["error"]["code"]
+    async with McpClient("/mcp") as mcp:
+        assert await mcp.alist_tools()
+
+
+@pytest.mark.usefixtures("login_required")
+async def test_login_required_middleware_leaves_the_challenge_to_the_endpoints_auth() -> None:
+    response = await AsyncClient().post("/mcp-oauth", b"{}", content_type="application/json")
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"].startswith("Bearer ")
+
+
+@pytest.mark.usefixtures("login_required")
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/.well-known/oauth-protected-resource/mcp-oauth",
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-authorization-server",
+        "/health/live",
+        "/health/ready",
+        "/o/login/",
+    ],
+)
+def test_login_required_middleware_leaves_metadata_health_and_login_open(path: str) -> None:
+    response = Client().get(path)
+    assert response.status_code == 200, (response.status_code, response.headers.get("Location"))
+
+
+@pytest.mark.usefixtures("login_required")
+@pytest.mark.parametrize("path", ["/o/token/", "/o/revoke_token/", "/o/introspect/"])
+def test_login_required_middleware_lets_clients_post_to_the_token_endpoints(path: str) -> None:
+    response = Client().post(path, {"grant_type": "authorization_code", "token": "x"})
+    assert response.status_code in (400, 401, 403), (response.status_code, response.headers.get("Location"))
+    assert "Location" not in response.headers
+
+
+@pytest.mark.usefixtures("login_required")
+def test_login_required_middleware_lets_clients_register() -> None:
+    body = {"redirect_uris": ["http://127.0.0.1:5555/callback"], "token_endpoint_auth_method": "none"}
+    response = Client().post("/o/register/", body, content_type="application/json")
+    assert response.status_code == 201, response.content
+
+
+@pytest.mark.usefixtures("login_required")
+def test_the_consent_page_still_sends_a_stranger_to_the_sign_in_page_of_django_mcp() -> None:
+    response = Client().get("/o/authorize/", {"client_id": "x", "response_type": "code"})
+    assert response.status_code == 302
+    assert response.headers["Location"].startswith("/o/login/?next=/o/authorize/")
+
+
+@pytest.mark.usefixtures("atomic_requests", "login_required")
+def test_the_endpoints_own_pages_stay_behind_login_required_middleware() -> None:
+    # Only client-facing views are marked: the admin still asks a person to sign in.
+    response = Client().get("/admin/django_mcp/task/")
+    assert response.status_code == 302
+    assert "/login/" in response.headers["Location"]
