@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -36,9 +37,11 @@ class PersonalTokenForm(_ModelForm):
 class PersonalTokenAdmin(_ModelAdmin):
     list_display = ("name", "prefix", "user", "scope", "created_at", "expires_at", "revoked_at")
     list_filter = ("revoked_at",)
-    search_fields = ("name", "prefix", "user__username")
     actions = ("revoke",)
     raw_id_fields = ("user",)
+
+    def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("name", "prefix", f"user__{get_user_model().USERNAME_FIELD}")  # a custom user may have no username
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         if obj is None:

@@ -34,18 +34,24 @@ def _pretty(value: Any) -> str:
     return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False))
 
 
+def _local(moment: datetime) -> datetime:
+    # USE_TZ = False: Django's datetimes are naive and already the project's local time.
+    return timezone.localtime(moment) if timezone.is_aware(moment) else moment
+
+
 def local_time(moment: datetime) -> str:
     """``2026-12-03 06:41:07``: to the second, in the current time zone."""
-    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S")
+    return _local(moment).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _when(moment: datetime | None) -> str:
     if moment is None:
         return "—"
-    local = timezone.localtime(moment)
+    local = _local(moment)
+    aware = moment if timezone.is_aware(moment) else timezone.make_aware(moment)
     return format_html(
         '<time datetime="{}" title="{}" style="{}">{}</time>',
-        moment.isoformat(),
+        aware.isoformat(),
         local.isoformat(timespec="milliseconds"),
         _NOWRAP,
         local_time(moment),

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from django.utils import timezone
+
 from .models import Task, TaskStatus
 
 EXTENSION_ID = "io.modelcontextprotocol/tasks"
@@ -12,8 +14,8 @@ EXTENSION_ID = "io.modelcontextprotocol/tasks"
 
 def timestamp(moment: datetime) -> str:
     """ISO 8601 in UTC with milliseconds, e.g. ``2026-08-01T10:30:00.000Z``."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+    if moment.tzinfo is None:  # USE_TZ = False: Django's naive datetimes are the project's TIME_ZONE
+        moment = moment.replace(tzinfo=timezone.get_default_timezone()).astimezone(UTC)
     elif moment.tzinfo is not UTC:  # (what Django reads back is UTC already)
         moment = moment.astimezone(UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

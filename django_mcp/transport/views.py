@@ -46,11 +46,11 @@ def build_api(server: McpServer) -> NinjaAPI:
 
     @api.post("", auth=server.auth, include_in_schema=False)
     async def mcp_post(request: HttpRequest) -> HttpResponseBase:
-        return await ahandle_post(server, request)
+        return uncompressed_stream(request, await ahandle_post(server, request))
 
     @api.api_operation(["GET", "DELETE"], "", auth=server.auth, include_in_schema=False)
     async def mcp_session(request: HttpRequest) -> HttpResponseBase:
-        return await ahandle_session_request(server, request)
+        return uncompressed_stream(request, await ahandle_session_request(server, request))
 
     @api.api_operation(["PUT", "PATCH"], "", include_in_schema=False)
     def mcp_not_allowed(request: HttpRequest) -> HttpResponse:
@@ -91,6 +91,18 @@ def build_api(server: McpServer) -> NinjaAPI:
         )
 
     return api
+
+
+def uncompressed_stream(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+    """``response``; an event stream is kept from ``GZipMiddleware``, as if the client took no gzip.
+
+    Django compresses each chunk of an async stream as a gzip member of its own, and clients (httpx,
+    curl) decode only the first: the stream would end after its first event. JSON answers are still
+    compressed.
+    """
+    if response.streaming:
+        request.META.pop("HTTP_ACCEPT_ENCODING", None)
+    return response
 
 
 async def ahandle_post(server: McpServer, request: HttpRequest) -> HttpResponseBase:

@@ -447,12 +447,13 @@ def _tail(path: Path, lines: int = 30) -> str:
 
 
 @contextmanager
-def fixture_server(log_path: Path) -> Iterator[str]:
-    """Serve tests.conformance under daphne on 127.0.0.1:<free port>; yield the endpoint URL."""
+def fixture_server(log_path: Path, project: str = "tests.conformance") -> Iterator[str]:
+    """Serve ``project`` (its ``settings`` and ``asgi``: the conformance fixtures, or tests.field around them)
+    under daphne on 127.0.0.1:<free port>; yield the endpoint URL."""
     with tempfile.TemporaryDirectory(prefix="django-mcp-conformance-db-") as tmp:
         env = {
             **os.environ,
-            "DJANGO_SETTINGS_MODULE": "tests.conformance.settings",
+            "DJANGO_SETTINGS_MODULE": f"{project}.settings",
             "DJANGO_DEBUG": "0",
             "DJANGO_MCP_SQLITE": str(Path(tmp) / "db.sqlite3"),
             "PYTHONUNBUFFERED": "1",
@@ -472,8 +473,7 @@ def fixture_server(log_path: Path) -> Iterator[str]:
                 raise ConformanceError(f"migrating the fixture database failed:\n{_tail(log_path)}")
             port = free_port()
             proc = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-                + ["tests.conformance.asgi:application"],
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)] + [f"{project}.asgi:application"],
                 cwd=ROOT,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -656,9 +656,11 @@ def run(
     timeout: float = SUITE_TIMEOUT_S,
     progress: TextIO | None = None,
     revision: str = SPEC_VERSION,
+    project: str = "tests.conformance",
 ) -> ConformanceResult:
     """Install if needed, start the fixture server unless ``url`` is given, run the suite, collect.
 
+    ``project`` is the fixture server's package (``settings`` and ``asgi`` in it).
     ``revision`` picks the wire and the scenarios (see :func:`run_suite`).
     ``out_dir`` must be new or empty (default: a fresh temporary folder, kept).
     Raises :class:`ConformanceError` when the suite cannot be installed or run.
@@ -679,7 +681,7 @@ def run(
         progress.write(f"conformance {SUITE_VERSION} | {revision} | {target}\nresults: {out}\n")
         result = run_suite(target, out, scenarios, timeout=timeout, progress=progress, tools=tools, revision=revision)
     else:
-        with fixture_server(out / "server.log") as target:
+        with fixture_server(out / "server.log", project) as target:
             progress.write(f"conformance {SUITE_VERSION} | {revision} | {target} (fixture server)\n")
             progress.write(f"results: {out}\n")
             progress.flush()
@@ -708,6 +710,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="an already-running server: its MCP endpoint, or http://HOST:PORT for HOST:PORT/mcp/ "
         "(default: start the tests.conformance fixture server on 127.0.0.1)",
     )
+    parser.add_argument(
+        "--project",
+        default="tests.conformance",
+        help="the fixture server's package when --url is not given (tests.field: the fixtures inside the "
+        "settings and middleware of a team's older project)",
+    )
     parser.add_argument("--out", type=Path, help="results folder, new or empty (default: a new temporary folder)")
     parser.add_argument(
         "--scenario",
@@ -722,7 +730,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-q", "--quiet", action="store_true", help="no per-check FAIL/WARN list")
     args = parser.parse_args(argv)
     try:
-        result = run(args.url, args.out, args.scenario, timeout=args.timeout, revision=args.revision)
+        result = run(
+            args.url, args.out, args.scenario, timeout=args.timeout, revision=args.revision, project=args.project
+        )
     except ConformanceError as exc:
         sys.stderr.write(f"conformance runner: {exc}\n")
         return 2

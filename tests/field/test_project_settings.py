@@ -7,8 +7,11 @@ runs the whole field project (tests/field/settings.py) for real.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
 from django.db import connections
 from django.test import AsyncClient, Client
 
@@ -120,3 +123,50 @@ def test_the_endpoints_own_pages_stay_behind_login_required_middleware() -> None
     response = Client().get("/admin/django_mcp/task/")
     assert response.status_code == 302
     assert "/login/" in response.headers["Location"]
+
+
+@pytest.fixture
+def local_time_without_tz(settings: pytest.FixtureRequest) -> None:
+    """``USE_TZ = False`` with a ``TIME_ZONE`` an hour off UTC in winter, as older projects run."""
+    settings.USE_TZ = False  # type: ignore[attr-defined]
+    settings.TIME_ZONE = "Europe/Berlin"  # type: ignore[attr-defined]
+
+
+@pytest.mark.usefixtures("local_time_without_tz")
+async def test_task_timestamps_are_utc_when_the_project_keeps_local_naive_times() -> None:
+    async with McpClient("/mcp-tasks") as mcp:
+        before = datetime.now(UTC)
+        handle = await mcp.astart_task("quick", {"text": "x"})
+        task = await mcp.await_task(handle["taskId"], "completed")
+        after = datetime.now(UTC)
+    for field in ("createdAt", "lastUpdatedAt"):
+        moment = datetime.fromisoformat(task[field])
+        assert before - timedelta(seconds=1) <= moment <= after + timedelta(seconds=1), (field, task[field], before)
+    assert task["createdAt"].endswith("Z")
+
+
+@pytest.mark.usefixtures("local_time_without_tz")
+async def test_the_admin_shows_tasks_and_tool_calls_when_the_project_keeps_local_naive_times(async_client) -> None:
+    user = await sync_to_async(get_user_model().objects.create_superuser)("boss", "boss@example.com", "pw")
+    await async_client.aforce_login(user)
+    async with McpClient("/mcp-tasks", client=async_client) as mcp:
+        task_id = (await mcp.astart_task("quick", {"text": "x"}))["taskId"]
+        await mcp.await_task(task_id, "completed")
+    listing = await async_client.get("/admin/django_mcp/task/")
+    assert listing.status_code == 200
+    assert task_id in listing.content.decode()
+    detail = await async_client.get(f"/admin/django_mcp/task/{task_id}/change/")
+    assert detail.status_code == 200
+    assert (await async_client.get("/admin/django_mcp/toolcall/")).status_code == 200
+
+
+def test_behind_a_tls_proxy_the_endpoint_answers_and_names_itself_https(settings) -> None:
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    proxied = Client(headers={"X-Forwarded-Proto": "https", "Host": "testserver"})  # as a proxy forwards them
+    metadata = proxied.get("/.well-known/oauth-protected-resource/mcp-oauth")
+    assert metadata.status_code == 200
+    assert metadata.json()["resource"] == "https://testserver/mcp-oauth"
+    challenge = proxied.post("/mcp-oauth", b"{}", content_type="application/json")
+    assert challenge.status_code == 401
+    assert "https://testserver/.well-known/oauth-protected-resource/mcp-oauth" in challenge.headers["WWW-Authenticate"]
