@@ -232,8 +232,10 @@ def check_endpoint_paths(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """W013: an endpoint served at ``/mcp/`` but not ``/mcp`` (or the reverse): clients posting to the other
-    get Django's error page (with ``APPEND_SLASH``, a POST cannot be redirected)."""
+    get Django's error page (with ``APPEND_SLASH``, a POST cannot be redirected). W018: an endpoint inside
+    ``i18n_patterns()``: its URL changes with the language, and ``LocaleMiddleware`` redirects the rest."""
     from django.urls import NoReverseMatch, Resolver404, resolve, reverse
+    from django.utils.translation import get_language_from_path
 
     messages: list[CheckMessage] = []
     for server in built_servers():
@@ -241,6 +243,17 @@ def check_endpoint_paths(
             path = reverse(f"{server.urls_namespace}:mcp_post")
         except NoReverseMatch:  # not mounted (or under a route with parameters)
             continue
+        if get_language_from_path(path) is not None:
+            messages.append(
+                checks.Warning(
+                    f"The MCP endpoint {server!r} is inside i18n_patterns() ({path!r}): its URL changes with the "
+                    "language, and LocaleMiddleware answers a client that posts to another one with a redirect, "
+                    "which MCP clients do not follow with their POST.",
+                    hint="Mount it with mcp_path() in the urlpatterns outside i18n_patterns(), as an API is.",
+                    obj=server.urls_namespace,
+                    id="django_mcp.W018",
+                )
+            )
         if path == "/":
             continue  # at the site's root: there is no other form
         other = path[:-1] if path.endswith("/") else f"{path}/"

@@ -312,6 +312,14 @@ def test_w013_a_route_with_a_trailing_slash():
     assert 'mcp_path("mcp")' in warning.hint
 
 
+@pytest.mark.urls("tests.urls_i18n")
+def test_w018_an_endpoint_inside_i18n_patterns():
+    [warning] = check_endpoint_paths()
+    assert warning.id == "django_mcp.W018"
+    assert "inside i18n_patterns() ('/en-us/mcp')" in warning.msg
+    assert "outside i18n_patterns()" in warning.hint
+
+
 @pytest.mark.urls("tests.urls_slashed")
 async def test_a_route_with_a_trailing_slash_serves_its_own_path(async_client):
     response = await post(async_client, request_body("tools/list"), path="/mcp/")
