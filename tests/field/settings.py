@@ -83,7 +83,8 @@ _PRIMARY = {
 DATABASES = {
     "default": _PRIMARY,
     # The read replica: the same file here (Django's TEST MIRROR when tests run in-process).
-    "replica": {**_PRIMARY, "ATOMIC_REQUESTS": False, "OPTIONS": {"timeout": 20}, "TEST": {"MIRROR": "default"}},
+    # A replica is read, never wrapped in the request's transaction.
+    "replica": {**_PRIMARY, "ATOMIC_REQUESTS": False, "TEST": {"MIRROR": "default"}},
 }
 DATABASE_ROUTERS = ["tests.field.routers.PrimaryReplicaRouter"]
 
@@ -117,7 +118,7 @@ STORAGES = {
 
 # A browser client served from another loopback origin (tests/field/test_browser_client.py).
 CORS_ALLOWED_ORIGIN_REGEXES = [r"^http://127\.0\.0\.1:\d+$", r"^http://localhost:\d+$"]
-CORS_URLS_REGEX = r"^/(mcp|o|\.well-known)(/.*)?$"
+CORS_URLS_REGEX = r"^/(mcp[^/]*|o|\.well-known)(/.*)?$"
 from django_mcp.cors import CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS  # noqa: E402, F401  (settings)
 
 DJANGO_MCP = {

@@ -170,3 +170,11 @@ def test_behind_a_tls_proxy_the_endpoint_answers_and_names_itself_https(settings
     challenge = proxied.post("/mcp-oauth", b"{}", content_type="application/json")
     assert challenge.status_code == 401
     assert "https://testserver/.well-known/oauth-protected-resource/mcp-oauth" in challenge.headers["WWW-Authenticate"]
+
+
+@pytest.mark.usefixtures("local_time_without_tz")
+def test_a_client_registers_and_gets_a_token_when_the_project_keeps_local_naive_times() -> None:
+    body = {"redirect_uris": ["http://127.0.0.1:5555/callback"], "token_endpoint_auth_method": "none"}
+    response = Client().post("/o/register/", body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    assert response.json()["client_id"]

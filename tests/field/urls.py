@@ -3,8 +3,13 @@ from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 
-from django_mcp import mcp_path
+from django_mcp import McpServer, mcp_path
+from django_mcp.auth import BearerAuth
+from django_mcp.tasks import McpTasks
 from tests.conformance.urls import server
+
+# The same tools behind sign-in: the browser client signs in through /o/ (tests/field/test_browser_client.py).
+signed_in = McpServer(auth=BearerAuth(), extension_plugins=[McpTasks()], urls_namespace="field_signed_in")
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
@@ -19,4 +24,5 @@ urlpatterns = [
     path("", include("django_mcp.auth.urls")),
     path("health/", include("django_mcp.health")),
     mcp_path("mcp", server),
+    mcp_path("mcp-signed-in", signed_in),
 ]
