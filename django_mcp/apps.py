@@ -10,7 +10,7 @@ class DjangoMcpConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the core's system checks)
+        from . import checks, database_checks  # noqa: F401  (register the core's system checks)
         from .auth import cache as auth_cache
         from .auth import checks as auth_checks  # noqa: F401  (sign-in's checks and OAUTH_* settings)
         from .tasks import checks as task_checks  # noqa: F401  (the tasks extension's checks and settings)

@@ -22,11 +22,12 @@ import asyncio
 import contextlib
 import inspect
 import json
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from itertools import count
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from asgiref.testing import ApplicationCommunicator
 from django.core.asgi import get_asgi_application
@@ -38,10 +39,11 @@ from .protocol.headers import encode_value, param_header_values, param_headers
 from .protocol.validation import PROTOCOL_VERSION
 from .server.dispatch import CORE_NAME_PARAMS
 
-__all__ = ["McpClient", "McpError"]
+__all__ = ["McpClient", "McpError", "SyncMcpClient"]
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL_STATUSES = ("completed", "failed", "cancelled")
+T = TypeVar("T")
 Answer = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]] | dict[str, Any]]
 
 # The params key the Mcp-Name header mirrors, per method: the core's and the tasks extension's.
@@ -364,3 +366,115 @@ class McpClient:
             cursor = page.get("nextCursor")
             if not cursor:
                 return items
+
+
+class SyncMcpClient:
+    """:class:`McpClient` for synchronous tests, as Django's ``Client`` is to its ``AsyncClient``::
+
+        from django_mcp.testing import SyncMcpClient
+
+        @pytest.mark.django_db(transaction=True)
+        def test_add():  # pytest-django alone, or a method of Django's TransactionTestCase
+            with SyncMcpClient("/mcp") as mcp:
+                assert mcp.call_tool("add", {"a": 1, "b": 2})["content"] == [{"type": "text", "text": "3"}]
+
+    The same arguments, and the same methods without the ``a`` (``call_tool``, ``start_task``,
+    ``wait_task`` …). It serves the endpoint on an event loop of its own, in a thread it starts and
+    stops with the client (``close()``, or leaving the ``with`` block), so a task goes on between calls
+    as it would in a server. The endpoint therefore reads the database from other threads, as under
+    ``LiveServerTestCase``: rows the test writes are seen with ``transaction=True``
+    (``TransactionTestCase``), not inside a test's open transaction.
+    """
+
+    def __init__(self, path: str = "/mcp", **options: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="SyncMcpClient", daemon=True)
+        self._thread.start()
+        self.client = McpClient(path, **options)
+
+    def _run(self, work: Awaitable[T]) -> T:
+        async def run() -> T:
+            return await work
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result()
+
+    def __enter__(self) -> SyncMcpClient:
+        self.connect()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def session_id(self) -> str | None:
+        return self.client.session_id
+
+    @property
+    def notifications(self) -> list[dict[str, Any]]:
+        return self.client.notifications
+
+    def connect(self) -> dict[str, Any]:
+        return self._run(self.client.aconnect())
+
+    def close(self) -> None:
+        """End a handshake-era session, then stop the client's event loop (tasks still running are cancelled)."""
+        if self._loop.is_closed():
+            return
+        try:
+            self._run(self.client.aclose())
+        finally:
+            self._run(_acancel_others())
+            self._run(self._loop.shutdown_asyncgens())
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._loop.close()
+
+    def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return self._run(self.client.arequest(method, params))
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        self._run(self.client.anotify(method, params))
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        return self._run(self.client.alist_tools())
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return self._run(self.client.acall_tool(name, arguments))
+
+    def list_prompts(self) -> list[dict[str, Any]]:
+        return self._run(self.client.alist_prompts())
+
+    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> dict[str, Any]:
+        return self._run(self.client.aget_prompt(name, arguments))
+
+    def list_resources(self) -> list[dict[str, Any]]:
+        return self._run(self.client.alist_resources())
+
+    def read_resource(self, uri: str) -> dict[str, Any]:
+        return self._run(self.client.aread_resource(uri))
+
+    def start_task(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return self._run(self.client.astart_task(name, arguments))
+
+    def get_task(self, task_id: str) -> dict[str, Any]:
+        return self._run(self.client.aget_task(task_id))
+
+    def wait_task(self, task_id: str, *statuses: str, timeout: float = 10.0) -> dict[str, Any]:
+        """:meth:`McpClient.await_task`: poll until the task is in one of ``statuses`` (default: finished)."""
+        return self._run(self.client.await_task(task_id, *statuses, timeout=timeout))
+
+    def update_task(self, task_id: str, responses: Mapping[str, Any]) -> dict[str, Any]:
+        return self._run(self.client.aupdate_task(task_id, responses))
+
+    def cancel_task(self, task_id: str) -> dict[str, Any]:
+        return self._run(self.client.acancel_task(task_id))
+
+
+async def _acancel_others() -> None:
+    """Cancel every other task of the running loop and wait for them to end."""
+    others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in others:
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)

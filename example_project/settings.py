@@ -70,6 +70,18 @@ TEMPLATES = [
 
 
 def _databases() -> dict[str, Any]:
+    if os.environ.get("DJANGO_MCP_DATABASE", "sqlite") == "mysql":  # MariaDB >= 10.6 or MySQL >= 8.0
+        return {
+            "default": {
+                "ENGINE": "django.db.backends.mysql",
+                "NAME": os.environ.get("MYSQL_DATABASE", "test"),
+                "USER": os.environ.get("MYSQL_USER", "root"),
+                "PASSWORD": os.environ.get("MYSQL_PASSWORD", ""),
+                "HOST": os.environ.get("MYSQL_HOST", "127.0.0.1"),
+                "PORT": os.environ.get("MYSQL_PORT", "3306"),
+                "OPTIONS": {"charset": "utf8mb4", "connect_timeout": 3},
+            }
+        }
     if os.environ.get("DJANGO_MCP_DATABASE", "sqlite") == "postgres":
         return {
             "default": {

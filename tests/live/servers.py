@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO
 
 import httpx
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -178,12 +179,21 @@ class Redis:
         self.proc = None
 
 
+SERVER_DATABASE = os.environ.get("DJANGO_MCP_DATABASE", "sqlite")
+"""The suite's database: ``postgres`` or ``mysql`` (MariaDB, MySQL) are servers that processes share."""
+
+needs_a_database_server = pytest.mark.skipif(
+    SERVER_DATABASE not in ("postgres", "mysql"), reason="processes share a PostgreSQL or MariaDB database"
+)
+
+
 def cluster_env(database: str, redis: Redis, lease: float, grace: float) -> dict[str, str]:
-    """The environment of processes sharing one PostgreSQL test database and a private Redis (tests.settings)."""
+    """The environment of processes sharing the suite's test database (PostgreSQL or MariaDB) and a private
+    Redis (tests.settings)."""
     return {
         "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "DJANGO_MCP_DATABASE": "postgres",
-        "PGDATABASE": database,
+        "DJANGO_MCP_DATABASE": SERVER_DATABASE,
+        "PGDATABASE" if SERVER_DATABASE == "postgres" else "MYSQL_DATABASE": database,
         "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
         "DJANGO_MCP_TEST_SIGNALS": "1",
         "DJANGO_MCP_TEST_LEASE": str(lease),

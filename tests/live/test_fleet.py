@@ -24,13 +24,13 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from tests.live.http_listen import Listen
-from tests.live.servers import ROOT, Redis, cluster_env, read_log, start, terminate
+from tests.live.servers import ROOT, Redis, cluster_env, needs_a_database_server, read_log, start, terminate
 from tests.wire import headers_for, request_body
 
 pytestmark = [
     pytest.mark.live,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") != "postgres", reason="needs PostgreSQL"),
+    needs_a_database_server,
     pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),
     pytest.mark.timeout(240),
 ]

@@ -22,14 +22,14 @@ import pytest
 
 from django_mcp.tasks.conf import TasksSettings
 from tests.live.http_listen import EXT, TENANT, Listen
-from tests.live.servers import Daphne, Redis, cluster_env
+from tests.live.servers import Daphne, Redis, cluster_env, needs_a_database_server
 from tests.wire import headers_for, initialize_body, request_body
 
 pytestmark = [
     pytest.mark.live,
     # Sets the test database up (the workers share it) and empties it after each test.
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") != "postgres", reason="needs PostgreSQL"),
+    needs_a_database_server,
     pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),
     pytest.mark.timeout(240),
 ]

@@ -22,7 +22,7 @@ RECOMMENDED = {"pool": {"timeout": 5, "reconnect_timeout": 5}, "connect_timeout"
 
 
 def _w011(databases):
-    from django_mcp.checks import check_database_pool
+    from django_mcp.database_checks import check_database_pool
 
     with override_settings(DATABASES=databases):
         return check_database_pool()
@@ -74,7 +74,7 @@ def test_w011_once_per_offending_alias():
 def test_w011_is_registered_with_the_database_checks():
     from django.core.checks import registry
 
-    from django_mcp.checks import check_database_pool
+    from django_mcp.database_checks import check_database_pool
 
     assert check_database_pool in registry.registry.registered_checks
     assert list(check_database_pool.tags) == [checks.Tags.database]

@@ -782,8 +782,12 @@ async def test_finishing_writes_and_returns_the_task_as_the_orm_sees_it(async_cl
     # operations.finish is one UPDATE … RETURNING built from the model (or, where UPDATE returns no rows,
     # the ORM's update and a read): a compare-and-set on the status whose returned row must be what
     # the ORM then loads (JSON, datetimes), and None once terminal.
+    from django.db import connection
+
     from django_mcp.tasks.store import operations, prepared
 
+    if returning and connection.vendor not in ("postgresql", "sqlite"):
+        pytest.skip(f"{connection.vendor} has no UPDATE … RETURNING")
     monkeypatch.setattr(prepared, "update_returns_rows", lambda conn: returning)
 
     handle = await create(async_client, "slow", {"seconds": 30}, caps=EXT)
@@ -806,7 +810,7 @@ async def test_finishing_writes_and_returns_the_task_as_the_orm_sees_it(async_cl
     assert (await Task.objects.aget(pk=handle["taskId"])).status == "completed"
 
 
-@pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") == "postgres", reason="SQLite's one-writer rule")
+@pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE", "sqlite") != "sqlite", reason="SQLite's one-writer rule")
 def test_on_sqlite_the_store_threads_write_one_at_a_time_and_read_together():
     # A SQLite writer that finds the file locked sleeps in its busy handler for milliseconds; the
     # store's own threads queue on a lock instead (3× the creations per second in bench/).
@@ -916,7 +920,7 @@ def test_a_counter_row_committed_by_a_concurrent_first_creation_is_not_taken_for
     assert counts == {"": 2, "o": 2}
 
 
-@pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") != "postgres", reason="concurrent writers: PostgreSQL")
+@pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE", "sqlite") == "sqlite", reason="concurrent writers: a server")
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_first_creations_all_count_and_none_is_refused():
     # The same race on a real database: creations on threads of their own, all before any counter
@@ -961,7 +965,6 @@ def test_giving_back_a_place_while_the_database_is_down_logs_and_does_not_mask_t
 @pytest.mark.parametrize(
     "moment",
     [
-        datetime(2026, 8, 1, 10, 30, 0, 123456),  # naive: read as UTC
         datetime(2026, 8, 1, 10, 30, 0, 123456, tzinfo=UTC),
         datetime(2026, 8, 1, 12, 30, 0, 123456, tzinfo=timezone(timedelta(hours=2))),
         datetime(2026, 8, 1, 10, 30, 0, 123456, tzinfo=ZoneInfo("UTC")),
@@ -970,3 +973,8 @@ def test_giving_back_a_place_while_the_database_is_down_logs_and_does_not_mask_t
 )
 def test_wire_timestamps_are_utc_with_milliseconds(moment):
     assert timestamp(moment) == "2026-08-01T10:30:00.123Z"
+
+
+def test_a_naive_wire_timestamp_is_read_in_the_projects_time_zone_as_django_reads_it(settings):
+    settings.TIME_ZONE = "America/New_York"  # USE_TZ = False keeps naive datetimes in this zone
+    assert timestamp(datetime(2026, 8, 1, 6, 30, 0, 123456)) == "2026-08-01T10:30:00.123Z"

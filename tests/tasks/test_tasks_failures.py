@@ -498,8 +498,44 @@ def test_psycopg2s_pgcode_is_read_and_other_drivers_trip_nothing():
 
     MySQLError.__module__ = "MySQLdb"
     other = OperationalError("Lock wait timeout exceeded")
-    other.__cause__ = MySQLError("Lock wait timeout exceeded")
+    other.__cause__ = MySQLError(1205, "Lock wait timeout exceeded")
     assert not lost_connection(other)
+
+
+@pytest.mark.parametrize(
+    "errno, message, lost",
+    [
+        (2003, "Can't connect to MySQL server on '127.0.0.1' (111)", True),
+        (2006, "MySQL server has gone away", True),
+        (2013, "Lost connection to MySQL server during query", True),
+        (1053, "Server shutdown in progress", True),
+        (1205, "Lock wait timeout exceeded; try restarting transaction", False),
+        (1213, "Deadlock found when trying to get lock", False),
+    ],
+)
+def test_mysql_and_mariadb_outages_are_told_from_query_errors(errno, message, lost):
+    from django_mcp.tasks.store.errors import lost_connection
+
+    mysqldb = pytest.importorskip("MySQLdb")  # the mysql extra
+    error = OperationalError(message)
+    error.__cause__ = mysqldb.OperationalError(errno, message)
+    assert lost_connection(error) is lost
+
+
+@pytest.mark.parametrize(
+    "errno, message", [(1146, "Table 'test.django_mcp_task' doesn't exist"), (1054, "Unknown column")]
+)
+def test_a_missing_mysql_table_or_column_names_migrate(errno, message):
+    from django.db import ProgrammingError
+
+    from django_mcp.tasks.store.errors import unmigrated
+
+    mysqldb = pytest.importorskip("MySQLdb")
+    error = ProgrammingError(message)
+    error.__cause__ = mysqldb.ProgrammingError(errno, message)
+    assert unmigrated(error)
+    error.__cause__ = mysqldb.ProgrammingError(1064, "You have an error in your SQL syntax")
+    assert not unmigrated(error)
 
 
 def test_a_sqlite_lock_is_no_outage():

@@ -32,7 +32,7 @@ from tests.task_rows import OWNER, make_task, task_fields
 from tests.task_servers import tasks_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
-on_sqlite = pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE") == "postgres", reason="SQLite's read path")
+on_sqlite = pytest.mark.skipif(os.environ.get("DJANGO_MCP_DATABASE", "sqlite") != "sqlite", reason="SQLite's read path")
 
 PLUGIN = tasks_server.extension_plugins[0]
 

@@ -22,10 +22,13 @@ _UNDEFINED_SQLSTATES = frozenset({"42P01", "42703"})
 
 _SQLITE_UNDEFINED = ("no such table: django_mcp_", "no such column: ", "table django_mcp_")
 
+# MySQL's and MariaDB's error numbers: 1146 no such table, 1054 unknown column.
+_MYSQL_UNDEFINED = frozenset({1146, 1054})
+
 
 def unmigrated(exc: DatabaseError) -> bool:
     """Whether ``exc`` says a table or column of the tasks is missing: migrations not applied."""
-    if _sqlstate(exc.__cause__) in _UNDEFINED_SQLSTATES:
+    if _sqlstate(exc.__cause__) in _UNDEFINED_SQLSTATES or _mysql_errno(exc.__cause__) in _MYSQL_UNDEFINED:
         return True
     return str(exc).startswith(_SQLITE_UNDEFINED)
 
@@ -44,6 +47,10 @@ def tables_missing(exc: DatabaseError) -> McpJsonRpcError:
 # Connection failures, as PostgreSQL's SQLSTATE class 08 and its "shutting down / cannot connect now"
 # codes say; psycopg gives none (None) for a refused connection or its pool's timeout.
 _LOST_CONNECTION_SQLSTATES = ("08", "57P01", "57P02", "57P03")
+# MySQL's and MariaDB's client and server errors for the same: cannot connect (2002, 2003, 2005), the server
+# gone or the connection lost (2006, 2013, 2055), the server shutting down (1053), too many connections
+# (1040), a connection closed for inactivity (4031).
+_LOST_CONNECTION_MYSQL = frozenset({1040, 1053, 2002, 2003, 2005, 2006, 2013, 2055, 4031})
 
 
 def lost_connection(exc: BaseException) -> bool:
@@ -51,6 +58,8 @@ def lost_connection(exc: BaseException) -> bool:
     cause = exc.__cause__  # the driver's own error, which Django's wrapper keeps
     if not isinstance(exc, OperationalError | InterfaceError) or cause is None:
         return False
+    if type(cause).__module__.startswith("MySQLdb"):
+        return _mysql_errno(cause) in _LOST_CONNECTION_MYSQL
     if not type(cause).__module__.startswith("psycopg"):
         return False  # SQLite (a lock is no outage), or a driver whose codes are not read here
     sqlstate = _sqlstate(cause)
@@ -61,6 +70,24 @@ def _sqlstate(cause: BaseException | None) -> str | None:
     """A PostgreSQL driver error's SQLSTATE: psycopg's ``sqlstate``, psycopg2's ``pgcode``."""
     code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
     return code if isinstance(code, str) else None
+
+
+_DEADLOCK_SQLSTATE = "40P01"
+_DEADLOCK_MYSQL = 1213
+
+
+def deadlocked(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database rolled the transaction back as a deadlock's victim (retry it)."""
+    cause = exc.__cause__
+    return _sqlstate(cause) == _DEADLOCK_SQLSTATE or _mysql_errno(cause) == _DEADLOCK_MYSQL
+
+
+def _mysql_errno(cause: BaseException | None) -> int | None:
+    """A mysqlclient error's number (its first argument)."""
+    if cause is None or not type(cause).__module__.startswith("MySQLdb") or not cause.args:
+        return None
+    errno = cause.args[0]
+    return errno if isinstance(errno, int) else None
 
 
 class KnownOutage:

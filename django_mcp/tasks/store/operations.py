@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from django.db import connections, router, transaction
+from django.db import OperationalError, connections, router, transaction
 from django.utils import timezone
 
 from ..models import ACTIVE, TERMINAL, Task, TaskStatus
@@ -23,6 +23,10 @@ from ..wire import DETAILED_FIELDS
 from . import prepared
 from .caps import forget_tasks, give_back, increment, take_place
 from .database import fast_paths, first, new_task_id, parse_id, tasks_database
+from .errors import deadlocked
+
+DEADLOCK_RETRIES = 5
+"""How often a creation chosen as a deadlock's victim counts again before the error is the caller's."""
 
 
 def _read(
@@ -123,16 +127,24 @@ def create(
     # and the row's lock is never held across one. Two counters move together, in a transaction.
     counted = separate and max_tasks_per_owner is None and not conn.in_atomic_block
     if not (counted and increment(scope, "", max_tasks, commit_lazily=True)):
-        with transaction.atomic(using=alias):
-            if separate and fast_paths():
-                with conn.cursor() as cursor:
-                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
-            take_place(scope, "", max_tasks, now)  # the server's row first, then the owner's: one lock order
-            if max_tasks_per_owner is not None:
-                take_place(scope, row.counted_as, max_tasks_per_owner, now)
-            if not separate:
-                _insert(row)
-                return row
+        for attempt in range(DEADLOCK_RETRIES + 1):
+            try:
+                with transaction.atomic(using=alias):
+                    if separate and fast_paths():
+                        with conn.cursor() as cursor:
+                            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+                    take_place(scope, "", max_tasks, now)  # the server's row first, then the owner's: one order
+                    if max_tasks_per_owner is not None:
+                        take_place(scope, row.counted_as, max_tasks_per_owner, now)
+                    if not separate:
+                        _insert(row)
+                        return row
+                break
+            except OperationalError as exc:
+                # InnoDB: concurrent first creations insert the same counter row, and waiting on each
+                # other's duplicate-key locks one of them is chosen as a deadlock victim, rolled back.
+                if not deadlocked(exc) or attempt == DEADLOCK_RETRIES or conn.in_atomic_block:
+                    raise
     try:
         _insert(row)
     except BaseException:
