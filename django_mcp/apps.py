@@ -20,6 +20,19 @@ class DjangoMcpConfig(AppConfig):
 
         follow_settings()
         _watch_autoreloader()
+        _register_celery_task()
+
+
+def _register_celery_task() -> None:
+    """With a ``CeleryBackend`` in ``TASKS``, register the Celery task its workers run (a worker sets Django
+    up, but never builds the Django Tasks backends, whose module would register it)."""
+    from django.conf import settings
+
+    for config in (getattr(settings, "TASKS", None) or {}).values():
+        if str(config.get("BACKEND", "")).startswith("django_mcp.tasks.celery_backend."):
+            from .tasks import celery_backend  # noqa: F401  (its @shared_task)
+
+            return
 
 
 def _watch_autoreloader() -> None:

@@ -106,6 +106,15 @@ if os.environ.get("DJANGO_MCP_TEST_RQ_URL"):  # the live fleet test's rq leg (it
     TASKS["rq"] = {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["mcp"]}
     RQ_QUEUES = {"mcp": {"URL": os.environ["DJANGO_MCP_TEST_RQ_URL"], "DEFAULT_TIMEOUT": -1}}
 
+if os.environ.get("DJANGO_MCP_TEST_CELERY_BROKER"):  # the live fleet test's Celery leg (RabbitMQ or Redis)
+    TASKS["celery"] = {
+        "BACKEND": "django_mcp.tasks.celery_backend.CeleryBackend",
+        "QUEUES": ["mcp"],
+        "OPTIONS": {"APP": "tests.celery_app.app"},
+    }
+    CELERY_BROKER_URL = os.environ["DJANGO_MCP_TEST_CELERY_BROKER"]
+    CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
 # Live tests: the server processes export their spans as JSON lines (tests/otel_export.py).
 if os.environ.get("DJANGO_MCP_TEST_OTEL_DIR"):
     from tests.otel_export import setup as _otel_setup

@@ -52,14 +52,16 @@ RQ_WORKER += ["--job-class", "django_tasks_rq.Job"]
 class DbWorker:
     """One worker process (``manage.py db_worker --backend fleet --queue-name mcp`` by default); by PID only."""
 
-    def __init__(self, name: str, env: dict[str, str], command: list[str] = DB_WORKER) -> None:
-        self.name, self.env, self.command = name, env, command
+    def __init__(
+        self, name: str, env: dict[str, str], command: list[str] = DB_WORKER, program: tuple[str, ...] = ("manage.py",)
+    ) -> None:
+        self.name, self.env, self.command, self.program = name, env, command, program
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "manage.py", *self.command],
+            [sys.executable, *self.program, *self.command],
             cwd=ROOT,
             env={**os.environ, **self.env},
             stdout=log,
