@@ -132,7 +132,7 @@ def signed_in_cookie(username: str) -> str:
     from django.contrib.auth.models import User
     from django.contrib.sessions.backends.db import SessionStore
 
-    user = User.objects.create_user(username, password="pw")  # noqa: S106
+    user = User.objects.create_user(username, password="pw")
     session = SessionStore()
     session[SESSION_KEY] = str(user.pk)
     session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"

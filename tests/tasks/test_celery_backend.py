@@ -14,9 +14,9 @@ from django.utils import timezone
 
 pytest.importorskip("celery")
 
-from django_mcp.tasks.celery_backend import RUN_TASK, CeleryBackend, run_django_task  # noqa: E402
-from django_mcp.tasks.fleet import get_run_mcp_task, tasks_framework  # noqa: E402
-from tests.celery_app import app  # noqa: E402
+from django_mcp.tasks.celery_backend import RUN_TASK, CeleryBackend, run_django_task
+from django_mcp.tasks.fleet import get_run_mcp_task, tasks_framework
+from tests.celery_app import app
 
 CELERY = {"BACKEND": "django_mcp.tasks.celery_backend.CeleryBackend", "QUEUES": ["mcp"]}
 RAN: list[Any] = []
