@@ -44,7 +44,8 @@ def check_task_settings(
 def check_migrations_applied(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """E009: the tasks' migrations not all applied (``check --deploy --database ALIAS``; ``migrate`` skips it)."""
+    """E009: the tasks' migrations not all applied (``check --deploy --database ALIAS``; ``migrate`` skips it),
+    or those of the app of a database-backed ``TASKS`` backend the fleet enqueues on (``django_tasks_db``)."""
     from django.db import DatabaseError, connections, router
     from django.db.migrations.executor import MigrationExecutor
 
@@ -53,23 +54,46 @@ def check_migrations_applied(
     alias = router.db_for_write(Task)
     if alias not in (databases or ()):
         return []
+    labels = ["django_mcp", *_backend_app_labels()]
     try:
         executor = MigrationExecutor(connections[alias])
-        plan = executor.migration_plan(executor.loader.graph.leaf_nodes("django_mcp"))
+        leaves = [node for node in executor.loader.graph.leaf_nodes() if node[0] in labels]
+        plan = executor.migration_plan(leaves)
     except DatabaseError:  # unreachable: Django's own checks and the first request say so
         return []
-    pending = [migration.name for migration, _ in plan if migration.app_label == "django_mcp"]
-    if not pending:
-        return []
-    return [
-        Error(
-            f"Database {alias!r} lacks django_mcp migrations {', '.join(pending)}: task requests would answer "
-            "'the task tables are missing or out of date'.",
-            hint="Run `python manage.py migrate` (with --database if the tasks live elsewhere).",
-            obj=alias,
-            id="django_mcp.E009",
+    messages: list[CheckMessage] = []
+    for label in labels:
+        pending = [migration.name for migration, _ in plan if migration.app_label == label]
+        if not pending:
+            continue
+        what = (
+            "task requests would answer 'the task tables are missing or out of date'"
+            if label == "django_mcp"
+            else "the worker fleet could not enqueue a task body (a 503 for every fleet task)"
         )
-    ]
+        messages.append(
+            Error(
+                f"Database {alias!r} lacks {label} migrations {', '.join(pending)}: {what}.",
+                hint="Run `python manage.py migrate` (with --database if the tasks live elsewhere).",
+                obj=alias,
+                id="django_mcp.E009",
+            )
+        )
+    return messages
+
+
+def _backend_app_labels() -> list[str]:
+    """The app labels of installed apps whose models a ``TASKS`` backend keeps its jobs in."""
+    from django.apps import apps
+    from django.conf import settings
+
+    labels = []
+    for config in (getattr(settings, "TASKS", None) or {}).values():
+        module = str(config.get("BACKEND", "")).rpartition(".")[0]
+        app = apps.get_containing_app_config(module) if module else None
+        if app is not None and app.label != "django_mcp" and app.models_module is not None:
+            labels.append(app.label)
+    return list(dict.fromkeys(labels))
 
 
 def check_plugin(plugin: McpTasks, tools: list[Tool]) -> list[CheckMessage]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from django_mcp.models import Task
-from django_mcp.testing import McpClient, McpError
+from django_mcp.testing import McpClient, McpError, SyncMcpClient
 from tests.task_servers import stop_all_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -147,3 +147,52 @@ async def test_a_refused_listen_raises_mcp_error(settings):
                 async with mcp.alisten({"toolsListChanged": True}):
                     pass
     assert (refused.value.http_status, refused.value.code) == (429, -32603)
+
+
+# -- SyncMcpClient: the same, from plain test functions ------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_the_sync_twin_calls_tools_in_both_eras(era):
+    with SyncMcpClient("/mcp", protocol_version=era) as mcp:
+        assert "add" in {t["name"] for t in mcp.list_tools()}
+        assert mcp.call_tool("add", {"a": 1, "b": 2})["content"] == [{"type": "text", "text": "3"}]
+        with pytest.raises(McpError) as unknown:
+            mcp.call_tool("no_such_tool")
+        assert unknown.value.code == -32602
+        if era != "2026-07-28":
+            assert mcp.session_id is not None
+    assert mcp.session_id is None  # a handshake-era session ended with DELETE
+    mcp.close()  # closing twice is harmless
+
+
+def test_the_sync_twin_keeps_a_task_running_between_calls_and_answers_it():
+    with SyncMcpClient("/mcp-tasks", capabilities={"elicitation": {}}) as mcp:
+        handle = mcp.start_task("declared", {"text": "sync"})
+        waiting = mcp.wait_task(handle["taskId"], "input_required")
+        key = next(iter(waiting["inputRequests"]))
+        mcp.update_task(handle["taskId"], {key: {"action": "accept", "content": {"ok": True}}})
+        done = mcp.wait_task(handle["taskId"])
+    assert done["status"] == "completed"
+    assert done["result"]["content"][0]["text"].endswith("sync accept")
+
+
+def test_the_sync_twin_cancels_and_its_close_stops_what_still_runs():
+    with SyncMcpClient("/mcp-tasks") as mcp:
+        cancelled = mcp.start_task("slow", {"seconds": 30})
+        mcp.cancel_task(cancelled["taskId"])
+        assert mcp.wait_task(cancelled["taskId"], "cancelled")["status"] == "cancelled"
+        left_running = mcp.start_task("slow", {"seconds": 30})
+        assert mcp.get_task(left_running["taskId"])["status"] == "working"
+    assert mcp._loop.is_closed()
+    assert Task.objects.get(pk=cancelled["taskId"]).status == "cancelled"
+
+
+def test_the_sync_twin_reads_prompts_resources_and_sends_notifications():
+    with SyncMcpClient("/mcp-content") as mcp:
+        assert [p["name"] for p in mcp.list_prompts()] == ["hello", "paint", "broken_prompt"]
+        assert mcp.get_prompt("paint", {"colour": "red"})["messages"][0]["content"]["text"] == "Paint it red (plain)."
+        assert "test://readme" in {r["uri"] for r in mcp.list_resources()}
+        assert mcp.read_resource("test://readme")["contents"][0]["text"] == "Read me."
+        mcp.notify("notifications/cancelled", {"requestId": 99})
+        assert mcp.request("server/discover")["supportedVersions"]

@@ -189,3 +189,32 @@ def test_python_sdk_legacy_mode_runs_the_example_task_tools(
     cmd = [venv_python(clients, "python-sdk"), str(CLIENTS / "py_client.py"), example_url, "--mode", "legacy"]
     summary = run_client([*cmd, "--expect-version", HANDSHAKE, *EXAMPLE_TASK_TOOLS])
     assert_task_tools_without_tasks(summary)
+
+
+# ---------------------------------------------------------------- the documented examples, as written
+
+
+def docs_python_block(page: str, heading: str) -> str:
+    """The first Python block under ``heading`` of ``docs/<page>``."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / page).read_text(encoding="utf-8")
+    section = text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    return section.split("```python\n", 1)[1].split("\n```", 1)[0]
+
+
+def test_the_documented_fastmcp_example_runs_the_example_task_tools(
+    clients: dict[str, install.Installed], example_url: str, tmp_path: Path
+) -> None:
+    """docs/clients.md's fastmcp block, its URL pointed at the example under daphne: render, then
+    delete_everything with its question answered by the elicitation handler."""
+    code = docs_python_block("clients.md", "## fastmcp with fastmcp-tasks")
+    assert "http://127.0.0.1:8000/mcp" in code
+    script = tmp_path / "fastmcp_example.py"
+    script.write_text(code.replace("http://127.0.0.1:8000/mcp", example_url), encoding="utf-8")
+    done = subprocess.run(
+        [venv_python(clients, "fastmcp"), str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert "This deletes everything. Go ahead?" in lines, lines
+    assert RENDERED.replace("'x' (2", "'intro' (3") in done.stdout, lines
+    assert lines[-1] == "Everything is gone (not really: this is a demo).", lines

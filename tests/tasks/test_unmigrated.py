@@ -83,3 +83,22 @@ def test_e009_is_silent_when_migrated():
     assert not [
         m for m in run_checks(include_deployment_checks=True, databases=["default"]) if m.id == "django_mcp.E009"
     ]
+
+
+@pytest.fixture
+def fleet_backend_unmigrated() -> Iterator[str]:
+    """The last migration of django_tasks_db (the "fleet" backend's app) recorded as unapplied."""
+    recorder = MigrationRecorder(connection)
+    label = "django_tasks_database"
+    last = max(name for app, name in recorder.applied_migrations() if app == label)
+    recorder.record_unapplied(label, last)
+    try:
+        yield last
+    finally:
+        recorder.record_applied(label, last)
+
+
+def test_e009_names_the_fleet_backends_unapplied_migrations(fleet_backend_unmigrated):
+    [error] = [m for m in run_checks(include_deployment_checks=True, databases=["default"]) if m.id.endswith("E009")]
+    assert "django_tasks_database" in error.msg and fleet_backend_unmigrated in error.msg
+    assert "worker fleet" in error.msg
