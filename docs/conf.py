@@ -33,6 +33,9 @@ exclude_patterns = ["_build", "_intersphinx"]
 
 # ```mermaid fences render on GitHub and, through sphinxcontrib-mermaid, here.
 myst_fence_as_directive = ["mermaid"]
+# Mermaid itself is vendored (_static/mermaid/README.txt): the pages draw their diagrams offline, no CDN.
+html_static_path = ["_static"]
+mermaid_use_local = "mermaid/mermaid.mjs"  # relative to _static
 myst_heading_anchors = 3  # the pages link to each other's sections by their GitHub anchors
 myst_enable_extensions = ["colon_fence"]
 

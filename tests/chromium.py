@@ -24,7 +24,9 @@ WIDTH, HEIGHT = 1400, 900
 class Browser:
     """Headless chromium, spoken to in DevTools protocol messages (JSON, NUL-terminated) on fds 3 and 4."""
 
-    def __init__(self, profile: Path, width: int = WIDTH, height: int = HEIGHT) -> None:
+    def __init__(
+        self, profile: Path, width: int = WIDTH, height: int = HEIGHT, extra_args: list[str] | None = None
+    ) -> None:
         self.width, self.height = width, height
         args = [
             "--headless",
@@ -36,6 +38,7 @@ class Browser:
             f"--user-data-dir={profile}",
             f"--window-size={width},{height}",
             "--remote-debugging-pipe",
+            *(extra_args or []),
             "about:blank",
         ]
         # The pipe is the child's fds 3 (commands in) and 4 (replies out): moved there from stdin and stdout.

@@ -26,8 +26,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.live.fleet import EXT, TENANT, DbWorker, call, mark, poll, rpc
 from tests.live.servers import ROOT, Redis, cluster_env, needs_a_database_server, start
-from tests.live.test_fleet import EXT, TENANT, DbWorker, call, mark, poll, rpc
 from tests.wire import headers_for, request_body
 
 pytestmark = [
