@@ -19,11 +19,19 @@ else:
 class ToolCallAdmin(_ModelAdmin):
     """The audit log: read only (rows are written by the server, and swept after AUDIT_RETENTION_SECONDS)."""
 
-    list_display = ("created_at", "tool", "caller", "outcome", "duration_ms", "server")
+    list_display = ("when", "tool", "caller", "outcome", "duration_ms", "server")
     list_filter = ("outcome", "server", "tool")
     search_fields = ("tool", "caller")
     date_hierarchy = "created_at"
     list_select_related = ("user",)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        # As the tasks' list: its own filters stand beside it, so the site's app sidebar is left out here.
+        return super().changelist_view(request, {"is_nav_sidebar_enabled": False, **(extra_context or {})})
+
+    @admin.display(description="when", ordering="created_at")
+    def when(self, call: ToolCall) -> str:
+        return tasks_admin.time_cell(call.created_at)  # as the tasks' list shows its times
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

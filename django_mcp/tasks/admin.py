@@ -44,7 +44,8 @@ def local_time(moment: datetime) -> str:
     return _local(moment).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _when(moment: datetime | None) -> str:
+def time_cell(moment: datetime | None) -> str:
+    """A moment as the lists and pages of tasks and tool calls show it: local time to the second, one line."""
     if moment is None:
         return "—"
     local = _local(moment)
@@ -225,11 +226,11 @@ class TaskAdmin(_ModelAdmin):
 
     @admin.display(description="created", ordering="created_at")
     def created(self, task: Task) -> str:
-        return _when(task.created_at)
+        return time_cell(task.created_at)
 
     @admin.display(description="updated", ordering="updated_at")
     def updated(self, task: Task) -> str:
-        return _when(task.updated_at)
+        return time_cell(task.updated_at)
 
     @admin.display(description="expires", ordering="expires_at")
     def expires(self, task: Task) -> str:
@@ -248,11 +249,11 @@ class TaskAdmin(_ModelAdmin):
     def expires_exactly(self, task: Task) -> str:
         if task.expires_at is None:
             return "never (no ttlMs)"
-        return format_html("{} ({})", _when(task.expires_at), _from_now(task.expires_at))
+        return format_html("{} ({})", time_cell(task.expires_at), _from_now(task.expires_at))
 
     @admin.display(description="lease expires")
     def lease_expires(self, task: Task) -> str:
-        return _when(task.lease_expires_at)
+        return time_cell(task.lease_expires_at)
 
     def get_fieldsets(self, request: HttpRequest, obj: Task | None = None) -> Any:
         # A lease means something only while the task runs: a finished task's last one is history.

@@ -47,9 +47,9 @@ def admin_url(transactional_db):
             server.stop()
 
 
-@pytest.fixture
-def browser(tmp_path):
-    chromium = Browser(tmp_path / "profile")
+@pytest.fixture(params=[1280, WIDTH], ids=lambda width: f"{width}px")
+def browser(request, tmp_path):
+    chromium = Browser(tmp_path / "profile", width=request.param)
     try:
         chromium.open_page()
         yield chromium
@@ -117,7 +117,7 @@ def png_size(png: bytes) -> tuple[int, int]:
     return struct.unpack(">II", png[16:24])
 
 
-def test_task_list_renders_whose_what_when_at_1400px(admin_url, browser, tmp_path):
+def test_task_list_renders_whose_what_when_on_a_laptop_screen(admin_url, browser, tmp_path):
     User.objects.create_superuser("admin", "admin@example.com", "pw")
     ada = User.objects.create_user("ada", "ada@example.com", "pw", first_name="Ada", last_name="Lovelace")
     now = datetime.datetime.now(datetime.UTC)
@@ -164,15 +164,17 @@ def test_task_list_renders_whose_what_when_at_1400px(admin_url, browser, tmp_pat
         "document.querySelector('#login-form').submit();"
     )
     page = browser.evaluate(MEASURE)
-    shot = browser.screenshot(Path(os.environ.get("DJANGO_MCP_SCREENSHOTS") or tmp_path) / "admin-task-list.png")
+    shot = browser.screenshot(
+        Path(os.environ.get("DJANGO_MCP_SCREENSHOTS") or tmp_path) / f"admin-task-list-{browser.width}.png"
+    )
 
     assert page["path"] == "/admin/django_mcp/task/"
     assert page["headerBackground"] not in ("rgba(0, 0, 0, 0)", "transparent")  # the admin CSS is applied
-    assert png_size(shot) == (WIDTH, HEIGHT) and len(shot) > 20_000
-    # Nothing pushed off a 1400 px screen.
-    assert page["innerWidth"] == WIDTH
+    assert png_size(shot) == (browser.width, HEIGHT) and len(shot) > 20_000
+    # Nothing pushed off a 1280 or 1400 px screen.
+    assert page["innerWidth"] == browser.width
     layout = json.dumps({k: page[k] for k in ("columns", "content", "resultsOverflow")})
-    assert page["scrollWidth"] <= WIDTH, layout
+    assert page["scrollWidth"] <= browser.width, layout
     assert page["resultsOverflow"] == 0 and page["tableRight"] <= page["resultsRight"], layout
     rows = {row["id"]: row for row in page["rows"]}
     assert set(rows) == {t.id.hex[:8] for t in tasks}
@@ -249,3 +251,43 @@ DETAIL = """(() => {
     messages: [...document.querySelectorAll('.messagelist li')].map(li => li.innerText.trim()),
   };
 })()"""
+
+
+TOOL_CALLS = """(() => {
+  const table = document.querySelector('#result_list');
+  const results = document.querySelector('.results');
+  return {
+    scrollWidth: document.documentElement.scrollWidth,
+    resultsOverflow: results.scrollWidth - results.clientWidth,
+    times: [...table.querySelectorAll('tbody .field-when time')].map(t => t.innerText),
+    headers: [...table.querySelectorAll('thead th')].map(th => th.innerText.trim().toLowerCase()),
+  };
+})()"""
+
+
+def test_tool_calls_list_shows_times_as_the_tasks_list_does(admin_url, browser, tmp_path):
+    from django_mcp.audit import ToolCall
+
+    User.objects.create_superuser("admin", "admin@example.com", "pw")
+    for n, outcome in enumerate(["ok", "tool_error", "refused"]):
+        ToolCall.objects.create(
+            created_at=CREATED + datetime.timedelta(seconds=n),
+            caller=f"user:someone-with-a-long-name-{n}@example.com",
+            server="django_mcp",
+            tool=f"quarterly_report_{n}",
+            outcome=outcome,
+            duration_ms=12.5,
+        )
+    browser.load("navigate", url=f"{admin_url}/admin/login/?next=/admin/django_mcp/toolcall/")
+    browser.load(
+        "document.querySelector('#id_username').value = 'admin';"
+        "document.querySelector('#id_password').value = 'pw';"
+        "document.querySelector('#login-form').submit();"
+    )
+    page = browser.evaluate(TOOL_CALLS)
+    browser.screenshot(
+        Path(os.environ.get("DJANGO_MCP_SCREENSHOTS") or tmp_path) / f"admin-tool-calls-{browser.width}.png"
+    )
+    assert page["scrollWidth"] <= browser.width and page["resultsOverflow"] == 0, page
+    assert page["headers"][1] == "when"
+    assert sorted(page["times"]) == [local(CREATED + datetime.timedelta(seconds=n)) for n in range(3)]
