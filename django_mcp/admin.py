@@ -7,7 +7,7 @@ from django.http import HttpRequest
 
 from .audit import ToolCall
 from .auth import admin as auth_admin  # noqa: F401
-from .tasks import admin as tasks_admin  # noqa: F401
+from .tasks import admin as tasks_admin
 
 if TYPE_CHECKING:
     _ModelAdmin = admin.ModelAdmin[ToolCall]
