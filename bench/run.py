@@ -41,6 +41,7 @@ VENVS = BENCH / ".venvs"
 WORK = BENCH / ".work"
 HOST = "127.0.0.1"
 PG = {"PGHOST": "127.0.0.1", "PGPORT": "5432", "PGUSER": "postgres", "PGDATABASE": "test"}
+MARIADB = {"MYSQL_HOST": "127.0.0.1", "MYSQL_PORT": "3306", "MYSQL_USER": "root", "MYSQL_DATABASE": "bench"}
 REDIS_URL = "redis://127.0.0.1:6379/0"
 DOCKET_REDIS_URL = "redis://127.0.0.1:6379/5"  # fastmcp-tasks' Docket keys, each run under its own prefix
 POLL_MS = 100  # the pollIntervalMs every tasks target advertises
@@ -115,7 +116,7 @@ class Target:
     name: str
     kind: str  # dj | floor | fastmcp | sdk | mcpz
     server: str  # daphne | uvicorn
-    store: str  # sqlite | postgres | memory | redis | -
+    store: str  # sqlite | postgres | mysql | memory | redis | -
     venv: str
     scenarios: tuple[str, ...]
     path: str = "/mcp/"
@@ -141,6 +142,7 @@ def all_targets() -> list[Target]:
         Target("django_mcp uvicorn sqlite", "dj", "uvicorn", "sqlite", "harness", dj),
         Target("django_mcp daphne pg", "dj", "daphne", "postgres", "harness", dj),
         Target("django_mcp uvicorn pg", "dj", "uvicorn", "postgres", "harness", dj),
+        Target("django_mcp uvicorn mariadb", "dj", "uvicorn", "mysql", "harness", dj),
         # The same endpoint guarded by BearerAuth, each request with a personal token (one indexed query).
         Target("django_mcp daphne sqlite auth", "dj", "daphne", "sqlite", "harness", signed, "/mcp-auth/", True),
         Target("django_mcp uvicorn sqlite auth", "dj", "uvicorn", "sqlite", "harness", signed, "/mcp-auth/", True),
@@ -294,7 +296,8 @@ def harness_requirements() -> list[str]:
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    return [*project["dependencies"], *extras["postgres"], *extras["redis"], *extras["otel"], *HARNESS_EXTRA]
+    servers = [*extras["postgres"], *extras["mysql"], *extras["redis"]]
+    return [*project["dependencies"], *servers, *extras["otel"], *HARNESS_EXTRA]
 
 
 def ensure_venv(name: str, base_python: str) -> tuple[bool, str]:
@@ -586,6 +589,12 @@ class Bench:
             return "needs PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379"
         if target.pg and not _has_module(python, "psycopg"):
             return "psycopg is not installed in this interpreter"
+        if target.store == "mysql" and not (tcp_open(HOST, 3306) and self.have_redis):
+            return "needs MariaDB (or MySQL) on 127.0.0.1:3306 and Redis on 127.0.0.1:6379"
+        if target.store == "mysql" and not _has_module(python, "MySQLdb"):
+            return "mysqlclient is not installed in this interpreter (the mysql extra)"
+        if self.smoke and target.store == "mysql":
+            return "smoke runs use SQLite only"
         if target.store == "redis" and not self.have_redis:
             return "needs Redis on 127.0.0.1:6379"
         if self.smoke and target.pg:
@@ -610,6 +619,8 @@ class Bench:
             env["DJANGO_SETTINGS_MODULE"] = "bench.djbench.settings"
             if target.pg:
                 env.update(PG, BENCH_DB="postgres", BENCH_REDIS=REDIS_URL)
+            elif target.store == "mysql":
+                env.update(MARIADB, BENCH_DB="mysql", BENCH_REDIS=REDIS_URL)
             else:
                 env["BENCH_SQLITE"] = str(WORK / f"{target.server}.sqlite3")
         elif target.kind == "mcpz":

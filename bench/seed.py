@@ -43,6 +43,20 @@ def _setup(migrate: bool = True) -> None:
             autocommit=True,
         ) as conn:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+    elif os.environ.get("BENCH_DB") == "mysql":
+        import MySQLdb
+
+        conn = MySQLdb.connect(
+            host=os.environ.get("MYSQL_HOST", "127.0.0.1"),
+            port=int(os.environ.get("MYSQL_PORT", "3306")),
+            user=os.environ.get("MYSQL_USER", "root"),
+            password=os.environ.get("MYSQL_PASSWORD", ""),
+        )
+        try:
+            database = os.environ.get("MYSQL_DATABASE", "bench")
+            conn.cursor().execute(f"CREATE DATABASE IF NOT EXISTS `{database}` CHARACTER SET utf8mb4")
+        finally:
+            conn.close()
     import django
 
     django.setup()

@@ -4,6 +4,8 @@ Not the test settings. Switched by environment variables set by ``bench/run.py``
 
 - ``BENCH_DB=sqlite`` (default; ``BENCH_SQLITE`` is the file) or ``BENCH_DB=postgres``
   (``PGHOST``/``PGPORT``/``PGUSER``/``PGPASSWORD``/``PGDATABASE``, default 127.0.0.1:5432 postgres/test)
+  or ``BENCH_DB=mysql`` (``MYSQL_HOST``/``MYSQL_PORT``/``MYSQL_USER``/``MYSQL_PASSWORD``/``MYSQL_DATABASE``,
+  default 127.0.0.1:3306 root/bench)
 - ``BENCH_REDIS=redis://...``: the Redis pub/sub channel layer (else the in-memory layer)
 - ``BENCH_POLL_MS``: the ``pollIntervalMs`` the tasks extension advertises (default 100)
 """
@@ -45,6 +47,21 @@ if os.environ.get("BENCH_DB", "sqlite") == "postgres":
                 "prepare_threshold": 5,
                 "options": "-c search_path=bench",
             },
+        }
+    }
+elif os.environ.get("BENCH_DB") == "mysql":  # MariaDB or MySQL, as docs/deployment.md sets it
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.mysql",
+            "NAME": os.environ.get("MYSQL_DATABASE", "bench"),
+            "USER": os.environ.get("MYSQL_USER", "root"),
+            "PASSWORD": os.environ.get("MYSQL_PASSWORD", ""),
+            "HOST": os.environ.get("MYSQL_HOST", "127.0.0.1"),
+            "PORT": os.environ.get("MYSQL_PORT", "3306"),
+            # No pool in Django's MySQL backend: each request thread and store thread keeps its connection.
+            "CONN_MAX_AGE": 300,
+            "CONN_HEALTH_CHECKS": True,
+            "OPTIONS": {"charset": "utf8mb4", "connect_timeout": 3},
         }
     }
 else:
