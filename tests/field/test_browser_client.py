@@ -11,8 +11,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -23,7 +21,8 @@ import httpx
 import pytest
 
 from tests.chromium import CHROMIUM, Browser
-from tests.live.servers import ROOT, free_port, migrate, server_process
+from tests.field.servers import field_server
+from tests.live.servers import free_port
 
 pytestmark = [
     pytest.mark.live,
@@ -87,22 +86,8 @@ def page_origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def field(page_origin: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    env = {
-        "DJANGO_SETTINGS_MODULE": "tests.field.settings",
-        "DJANGO_MCP_SQLITE": str(tmp_path_factory.mktemp("field-browser") / "db.sqlite3"),
-        "DJANGO_MCP_FIELD_ORIGINS": page_origin,
-        "DJANGO_SUPERUSER_PASSWORD": USER[1],
-    }
-    migrate(env)
-    subprocess.run(
-        [sys.executable, "-m", "django", "createsuperuser", "--noinput", "--email", USER[0]],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        check=True,
-        timeout=60,
-    )
-    args = ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.field.asgi:application"]
-    with server_process(args, env=env, ready_path="/health/live") as base:
+    database = tmp_path_factory.mktemp("field-browser") / "db.sqlite3"
+    with field_server(database, USER, DJANGO_MCP_FIELD_ORIGINS=page_origin) as base:
         yield base
 
 

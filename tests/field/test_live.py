@@ -12,8 +12,6 @@ import io
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -23,7 +21,7 @@ import httpx
 import pytest
 
 from tests.conformance.runner import ConformanceError, run
-from tests.live.servers import ROOT, migrate, server_process
+from tests.field.servers import field_server
 from tests.wire import assert_wire, headers_for, initialize_body, request_body
 
 pytestmark = [
@@ -40,21 +38,7 @@ TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 @pytest.fixture(scope="module")
 def field(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The field project under daphne on a migrated SQLite file, with a superuser signed in by email."""
-    env = {
-        "DJANGO_SETTINGS_MODULE": "tests.field.settings",
-        "DJANGO_MCP_SQLITE": str(tmp_path_factory.mktemp("field") / "db.sqlite3"),
-        "DJANGO_SUPERUSER_PASSWORD": ADMIN[1],
-    }
-    migrate(env)
-    subprocess.run(
-        [sys.executable, "-m", "django", "createsuperuser", "--noinput", "--email", ADMIN[0]],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        check=True,
-        timeout=60,
-    )
-    args = ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.field.asgi:application"]
-    with server_process(args, env=env, ready_path="/health/live") as base:
+    with field_server(tmp_path_factory.mktemp("field") / "db.sqlite3", ADMIN) as base:
         yield base
 
 

@@ -112,6 +112,16 @@ MEASURE = """(() => {
 })()"""
 
 
+def sign_in(browser: Browser, admin_url: str, then: str) -> None:
+    """Log in as "admin" through the admin's own login form, as a person would, and land on ``then``."""
+    browser.load("navigate", url=f"{admin_url}/admin/login/?next={then}")
+    browser.load(
+        "document.querySelector('#id_username').value = 'admin';"
+        "document.querySelector('#id_password').value = 'pw';"
+        "document.querySelector('#login-form').submit();"
+    )
+
+
 def png_size(png: bytes) -> tuple[int, int]:
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
     return struct.unpack(">II", png[16:24])
@@ -156,13 +166,7 @@ def test_task_list_renders_whose_what_when_on_a_laptop_screen(admin_url, browser
     )
     tasks = [ada_task, expired, principal]
 
-    # Log in through the admin's own login form, as a person would.
-    browser.load("navigate", url=f"{admin_url}/admin/login/?next=/admin/django_mcp/task/")
-    browser.load(
-        "document.querySelector('#id_username').value = 'admin';"
-        "document.querySelector('#id_password').value = 'pw';"
-        "document.querySelector('#login-form').submit();"
-    )
+    sign_in(browser, admin_url, "/admin/django_mcp/task/")
     page = browser.evaluate(MEASURE)
     shot = browser.screenshot(
         Path(os.environ.get("DJANGO_MCP_SCREENSHOTS") or tmp_path) / f"admin-task-list-{browser.width}.png"
@@ -278,12 +282,7 @@ def test_tool_calls_list_shows_times_as_the_tasks_list_does(admin_url, browser, 
             outcome=outcome,
             duration_ms=12.5,
         )
-    browser.load("navigate", url=f"{admin_url}/admin/login/?next=/admin/django_mcp/toolcall/")
-    browser.load(
-        "document.querySelector('#id_username').value = 'admin';"
-        "document.querySelector('#id_password').value = 'pw';"
-        "document.querySelector('#login-form').submit();"
-    )
+    sign_in(browser, admin_url, "/admin/django_mcp/toolcall/")
     page = browser.evaluate(TOOL_CALLS)
     browser.screenshot(
         Path(os.environ.get("DJANGO_MCP_SCREENSHOTS") or tmp_path) / f"admin-tool-calls-{browser.width}.png"

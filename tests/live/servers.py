@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -185,6 +186,16 @@ SERVER_DATABASE = os.environ.get("DJANGO_MCP_DATABASE", "sqlite")
 needs_a_database_server = pytest.mark.skipif(
     SERVER_DATABASE not in ("postgres", "mysql"), reason="processes share a PostgreSQL or MariaDB database"
 )
+
+CLUSTER_MARKS = [
+    pytest.mark.live,
+    # Sets the test database up (the processes share it) and empties it after each test.
+    pytest.mark.django_db(transaction=True),
+    needs_a_database_server,
+    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),
+    pytest.mark.timeout(240),
+]
+"""The marks of a live module whose web and worker processes share the suite's database and a Redis."""
 
 
 def cluster_env(database: str, redis: Redis, lease: float, grace: float) -> dict[str, str]:

@@ -24,16 +24,10 @@ from asgiref.sync import sync_to_async
 
 from tests.live.fleet import EXT, TENANT, DbWorker, call, mark, poll, rpc
 from tests.live.http_listen import Listen
-from tests.live.servers import Redis, cluster_env, needs_a_database_server, start
+from tests.live.servers import CLUSTER_MARKS, Redis, cluster_env, start
 from tests.wire import headers_for, request_body
 
-pytestmark = [
-    pytest.mark.live,
-    pytest.mark.django_db(transaction=True),
-    needs_a_database_server,
-    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),
-    pytest.mark.timeout(240),
-]
+pytestmark = CLUSTER_MARKS
 
 LEASE = 2.0
 GRACE = 1.0

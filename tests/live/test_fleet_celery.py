@@ -27,16 +27,10 @@ import httpx
 import pytest
 
 from tests.live.fleet import EXT, TENANT, DbWorker, call, mark, poll, rpc
-from tests.live.servers import ROOT, Redis, cluster_env, needs_a_database_server, start
+from tests.live.servers import CLUSTER_MARKS, ROOT, Redis, cluster_env, start
 from tests.wire import headers_for, request_body
 
-pytestmark = [
-    pytest.mark.live,
-    pytest.mark.django_db(transaction=True),
-    needs_a_database_server,
-    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),
-    pytest.mark.timeout(240),
-]
+pytestmark = CLUSTER_MARKS
 
 LEASE = 2.0
 GRACE = 1.0

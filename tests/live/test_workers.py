@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -22,17 +21,10 @@ import pytest
 
 from django_mcp.tasks.conf import TasksSettings
 from tests.live.http_listen import EXT, TENANT, Listen
-from tests.live.servers import Daphne, Redis, cluster_env, needs_a_database_server
+from tests.live.servers import CLUSTER_MARKS, Daphne, Redis, cluster_env
 from tests.wire import headers_for, initialize_body, request_body
 
-pytestmark = [
-    pytest.mark.live,
-    # Sets the test database up (the workers share it) and empties it after each test.
-    pytest.mark.django_db(transaction=True),
-    needs_a_database_server,
-    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),
-    pytest.mark.timeout(240),
-]
+pytestmark = CLUSTER_MARKS
 
 LEASE = 2.0
 FIGURES: dict[str, Any] = {}
