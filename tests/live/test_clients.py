@@ -16,6 +16,7 @@ What runs today and what waits:
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -218,3 +219,46 @@ def test_the_documented_fastmcp_example_runs_the_example_task_tools(
     assert "This deletes everything. Go ahead?" in lines, lines
     assert RENDERED.replace("'x' (2", "'intro' (3") in done.stdout, lines
     assert lines[-1] == "Everything is gone (not really: this is a demo).", lines
+
+
+# ---------------------------------------------------------------- inside the project a team already has
+# tests/field: the conformance fixtures behind ATOMIC_REQUESTS, LoginRequiredMiddleware, GZip, Locale,
+# USE_TZ = False and the rest (tests/field/settings.py). Its own SQLite file: once per CI run.
+
+on_the_embedded_leg = pytest.mark.skipif(
+    os.environ.get("DJANGO_MCP_DATABASE", "sqlite") != "sqlite", reason="its own SQLite: once per run"
+)
+
+
+@pytest.fixture(scope="module")
+def field_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with migrated_daphne("tests.field", tmp_path_factory.mktemp("field-clients") / "db.sqlite3") as base:
+        yield base + "/mcp"
+
+
+@on_the_embedded_leg
+@pytest.mark.parametrize("mode, version", [("auto", MODERN), ("legacy", HANDSHAKE)])
+def test_python_sdk_inside_the_teams_project(
+    clients: dict[str, install.Installed], field_url: str, mode: str, version: str
+) -> None:
+    cmd = [venv_python(clients, "python-sdk"), str(CLIENTS / "py_client.py"), field_url, "--mode", mode]
+    summary = run_client([*cmd, "--expect-version", version])
+    assert_passed(summary)
+    assert summary["steps"]["call_echo"]["text"] == "hi"
+
+
+@on_the_embedded_leg
+def test_typescript_sdk_inside_the_teams_project(clients: dict[str, install.Installed], field_url: str) -> None:
+    summary = run_client(
+        [clients["node"].path, str(CLIENTS / "ts_client.mjs"), field_url],
+        env={"DJANGO_MCP_TS_SDK": clients["ts-sdk"].path},
+    )
+    assert_passed(summary)
+    assert summary["steps"]["connect"]["protocolVersion"] == HANDSHAKE
+
+
+@on_the_embedded_leg
+def test_fastmcp_tasks_inside_the_teams_project(clients: dict[str, install.Installed], field_url: str) -> None:
+    summary = run_client([venv_python(clients, "fastmcp"), str(CLIENTS / "fastmcp_client.py"), field_url])
+    assert_passed(summary)
+    assert summary["steps"]["cancel_task"]["status"] == "cancelled"
