@@ -23,10 +23,10 @@ from django.http import HttpResponseBase
 
 from ..conf import get_settings
 from ..protocol import sse
-from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR
+from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR, McpJsonRpcError
 from ..protocol.handshake import SESSION_HEADER
 from ..protocol.headers import encode_value, param_header_values
-from ..protocol.jsonrpc import META_PROTOCOL_VERSION
+from ..protocol.jsonrpc import META_PROTOCOL_VERSION, parse_json
 from .views import aserve_message
 
 if TYPE_CHECKING:
@@ -75,9 +75,9 @@ class StdioSession:
 
     async def _areceive(self, line: bytes) -> None:
         try:
-            message = json.loads(line)
-        except ValueError:
-            self._send_error(None, PARSE_ERROR, "Parse error: a line is one JSON-RPC message")
+            message = parse_json(line)  # what a POST's body meets: depth, encoding, number range
+        except McpJsonRpcError as exc:
+            self._send_error(None, PARSE_ERROR, f"{exc.message} (a line is one JSON-RPC message)")
             return
         if not isinstance(message, dict):
             self._send_error(None, INVALID_REQUEST, "Invalid Request: one JSON-RPC message object per line")

@@ -105,6 +105,17 @@ async def test_bad_lines_are_answered_with_errors_and_serving_goes_on():
     assert unaddressed[2]["message"].startswith("Request too large")
 
 
+@pytest.mark.parametrize("depth", [3_000, 100_000])
+async def test_a_line_nested_too_deep_is_a_parse_error_and_serving_goes_on(depth):
+    # The stdlib decoder recurses once per level: a RecursionError used to end the command with status 1.
+    client = Client()
+    await client.send(b"[" * depth + b"]" * depth, call(5, "add", {"a": 5}))
+    assert (await client.answer(5))["result"]["content"][0]["text"] == "5"
+    await client.aend()
+    [refused] = [m["error"] for m in client.out if m.get("id") is None]
+    assert refused["code"] == -32700 and "nested deeper than" in refused["message"]
+
+
 async def test_an_id_still_in_flight_is_refused():
     EVENTS.pop("sleepy", None)
     client = Client()
