@@ -48,6 +48,9 @@ SAFE_LOOKUPS = frozenset(
 )
 _TEXT_LOOKUPS = frozenset({"iexact", "contains", "icontains", "startswith", "istartswith", "endswith", "iendswith"})
 MAX_IN_VALUES = 100
+MAX_TEXT_VALUE = 10_000
+"""The longest text a filter takes where the field sets no ``max_length`` (SQLite's LIKE takes 50,000 bytes)."""
+_INT64 = {"minimum": -(2**63), "maximum": 2**63 - 1}  # what any database's widest integer column holds
 
 Narrow = Callable[[McpRequest, QuerySet[Any]], QuerySet[Any]]
 
@@ -214,7 +217,8 @@ class _Query:
             ordered = matching.order_by(*terms, "pk")  # pk last: pages do not overlap
             rows = list(ordered.values(*self.fields)[offset : offset + limit + 1])
             found = matching.order_by()[: self.max_count + 1].count() if count else None
-        except (ValidationError, ValueError, TypeError) as exc:
+        except (ValidationError, ValueError, TypeError, OverflowError) as exc:
+            # The schema bounds what reaches here; a value the database still cannot take is the caller's.
             messages = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
             raise ToolError(f"Invalid filter value: {'; '.join(messages)}") from None
         more = len(rows) > limit
@@ -277,7 +281,7 @@ def _json_type(field: models.Field[Any, Any]) -> dict[str, Any] | None:
     if isinstance(field, models.BooleanField):
         return {"type": "boolean"}
     if isinstance(field, models.IntegerField | models.AutoField):
-        return {"type": "integer"}
+        return {"type": "integer", **_INT64}
     if isinstance(field, models.FloatField):
         return {"type": "number"}
     if isinstance(field, models.DecimalField):
@@ -288,15 +292,20 @@ def _json_type(field: models.Field[Any, Any]) -> dict[str, Any] | None:
         if isinstance(field, kind):
             return {"type": "string", "format": fmt}
     if isinstance(field, models.CharField | models.TextField):
-        return {"type": "string"}
+        return _text(field)
     return None
+
+
+def _text(field: models.Field[Any, Any]) -> dict[str, Any]:
+    """A text value, as long as the column holds (a longer one could match nothing), or MAX_TEXT_VALUE."""
+    return {"type": "string", "maxLength": field.max_length or MAX_TEXT_VALUE}
 
 
 def _value_schema(field: models.Field[Any, Any], lookup: str) -> dict[str, Any]:
     if lookup == "isnull":
         return {"type": "boolean"}
     if lookup in _TEXT_LOOKUPS:
-        return {"type": "string"}
+        return _text(field)
     value = _json_type(field) or {}
     if lookup == "in":
         return {"type": "array", "items": value, "maxItems": MAX_IN_VALUES}

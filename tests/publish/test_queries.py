@@ -76,6 +76,9 @@ async def test_a_count_stops_at_its_bound(shelf, signed_in):
         {"filter": {"year__lt": 2000}},  # a lookup the field does not publish
         {"filter": {"price": "4.00"}},  # equality not published for price (only lte)
         {"filter": {"id__in": list(range(101))}},  # too many values
+        {"filter": {"id__in": [2**64]}},  # past any integer column (SQLite raised OverflowError)
+        {"filter": {"year__gte": -(2**63) - 1}},
+        {"filter": {"title__icontains": "x" * 60_000}},  # past the column (SQLite: "pattern too complex", a 503)
         {"filter": {"year__range": [1]}},
         {"order_by": ["secret_note"]},
         {"order_by": ["-author__name"]},  # published, but not for ordering
@@ -183,14 +186,15 @@ def test_publishing_takes_the_tool_options_and_the_permission_can_be_named():
     ("field", "schema"),
     [
         (models.BooleanField(), {"type": "boolean"}),
-        (models.BigIntegerField(), {"type": "integer"}),
+        (models.BigIntegerField(), {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}),
         (models.FloatField(), {"type": "number"}),
         (models.DecimalField(), {"type": ["number", "string"]}),
         (models.DateTimeField(), {"type": "string", "format": "date-time"}),
         (models.DateField(), {"type": "string", "format": "date"}),
         (models.TimeField(), {"type": "string", "format": "time"}),
         (models.UUIDField(), {"type": "string", "format": "uuid"}),
-        (models.EmailField(), {"type": "string"}),
+        (models.EmailField(), {"type": "string", "maxLength": 254}),
+        (models.TextField(), {"type": "string", "maxLength": 10_000}),
         (models.JSONField(), None),
         (models.BinaryField(), None),
     ],
@@ -204,7 +208,7 @@ def test_a_field_of_no_json_type_is_returned_but_not_filtered_on():
 
     registry = ToolRegistry("json")
     tool = publish_query(ContentType, name="types", fields={"model": ["exact"]}, registry=registry)
-    assert tool.input_schema["properties"]["filter"]["properties"] == {"model": {"type": "string"}}
+    assert tool.input_schema["properties"]["filter"]["properties"] == {"model": {"type": "string", "maxLength": 100}}
     from django_mcp.tasks.models import Task
 
     with pytest.raises(DefinitionError, match="'arguments' is a JSONField, which cannot be filtered on here"):
