@@ -43,6 +43,7 @@ from ..server.access import avisible
 from ..server.context import McpRequest, needs_asgi, principal_digest
 from ..server.listen import CONTROL_TYPE, ListenStream, admit_stream
 from ..server.notify import has_channel_layer, resource_group
+from ..server.rates import aenforce_request_rate
 from . import asking, sessions
 from .http import aresolve_user, origin_allowed, warn_wsgi_once
 from .respond import Outbox, aensure_started, arespond, atraced
@@ -219,7 +220,11 @@ async def _ainitialize(
         return error_json(error, request_id)
     version = negotiate(params["protocolVersion"], served)
     owner, counted_as = principal(server, http_request), limit_key(server, http_request)
+    counted = McpRequest(
+        http_request, request_id=request_id, method="initialize", params=params, meta=_meta(version, capabilities, None)
+    )
     try:
+        await aenforce_request_rate(counted)  # RATE_LIMIT counts initialize too: a session costs a place
         session = await sessions.acreate(owner, version, capabilities, params.get("clientInfo"), counted_as)
     except McpJsonRpcError as exc:
         return error_json(exc, request_id)

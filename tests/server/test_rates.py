@@ -61,7 +61,7 @@ async def test_a_tools_own_rate_counts_its_calls_only(async_client):
     assert (await send(async_client, token, "tools/call", {"name": "whoami"})).status_code == 200
 
 
-@override_settings(DJANGO_MCP={"RATE_LIMIT": "1/m"})
+@override_settings(DJANGO_MCP={"RATE_LIMIT": "2/m"})  # initialize counts, then one request
 async def test_the_handshake_era_answers_in_band_with_retry_after(async_client):
     from tests.wire import open_session
 
@@ -73,6 +73,24 @@ async def test_the_handshake_era_answers_in_band_with_retry_after(async_client):
     second = await async_client.post(PATH, data=json.dumps(call), content_type="application/json", headers=session)
     assert second.status_code == 200  # in-band in a live session: handshake-era clients read other codes as broken
     assert json.loads(second.content)["error"]["data"]["retryAfterSeconds"] >= 1 and second["Retry-After"]
+
+
+@override_settings(DJANGO_MCP={"RATE_LIMIT": "2/m"})
+async def test_initialize_counts_against_the_rate_and_is_refused_past_it(async_client):
+    # Each initialize opens a session, which costs a place in the session store: it is a request like any other.
+    token = await caller()
+    headers = {"Authorization": f"Bearer {token}"}
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize"}
+    init["params"] = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    answers = [
+        await async_client.post(PATH, data=json.dumps(init), content_type="application/json", headers=headers)
+        for _ in range(3)
+    ]
+    assert [a.status_code for a in answers] == [200, 200, 429]
+    refused = json.loads(answers[2].content)
+    assert refused["id"] == 0 and refused["error"]["data"]["retryAfterSeconds"] >= 1
+    assert answers[2]["Retry-After"] and "Mcp-Session-Id" not in answers[2]
+    assert (await send(async_client, await caller())).status_code == 200  # another caller is not held back
 
 
 @pytest.mark.parametrize("rate", ["3", "3/fortnight", "0/m", "x/m", "3/0s", "3/minute", "3/min"])
