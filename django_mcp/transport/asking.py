@@ -16,7 +16,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
+from ..protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
 from ..protocol.jsonrpc import dumps
 from ..server.context import McpRequest
 from ..server.mrtr import InputRequest, refuse_undeclared
@@ -27,6 +27,9 @@ logger = logging.getLogger("django_mcp")
 
 REPLY_TYPE = "mcp.session.reply"
 ASK_TIMEOUT_SECONDS = 600.0
+ASKED_ID_PREFIX = "django-mcp-"
+"""How the ids of the server's own requests to a client begin (a secret token follows)."""
+
 _pending: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}  # process-wide by nature: this process's waits
 
 
@@ -53,8 +56,18 @@ def _reply_group(session: sessions.McpSession) -> str:
 
 
 async def adeliver_reply(session: sessions.McpSession, message: dict[str, Any]) -> None:
-    """Route a client's response to the handler waiting for it, in this process or another."""
-    key = (session.id, str(message.get("id")))
+    """Route a client's response to the handler waiting for it, in this process or another.
+
+    A reply whose id is not of the kind this server gives its requests (``django-mcp-`` and printable
+    text) answers nothing here: refused 400 before it is passed on (a lone surrogate, not printable, would
+    not even cross a Redis layer: that was a 503).
+    """
+    request_id = message.get("id")
+    if not (isinstance(request_id, str) and request_id.startswith(ASKED_ID_PREFIX) and request_id.isprintable()):
+        raise McpJsonRpcError(
+            INVALID_REQUEST, "Invalid Request: a response's id must be the id of a request this server sent"
+        )
+    key = (session.id, request_id)
     waiting = _pending.get(key)
     if waiting is not None:
         if not waiting.done():
@@ -95,7 +108,7 @@ class ClientAsker:
                     throttle.log(logger, logging.WARNING, "layer-ask", "Asking without the channel layer: %r", exc)
                     channel = None
             for key, input_request in requests.items():
-                request_id = f"django-mcp-{secrets.token_hex(8)}"
+                request_id = f"{ASKED_ID_PREFIX}{secrets.token_hex(8)}"
                 waiting: asyncio.Future[dict[str, Any]] = loop.create_future()
                 _pending[(self.session.id, request_id)] = waiting
                 try:

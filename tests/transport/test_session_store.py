@@ -98,6 +98,18 @@ async def test_a_reply_nobody_here_waits_for_answers_503_when_the_layer_is_down(
     assert "channel layer" in json.loads(response.content)["error"]["message"]
 
 
+@pytest.mark.parametrize("request_id", ["django-mcp-\ud800", 7, "someone-elses-1", None])
+async def test_a_reply_to_no_request_this_server_could_have_sent_is_a_400(async_client, request_id):
+    # A lone surrogate could not cross a Redis layer (msgpack): it answered 503 "channel layer unavailable".
+    session, _ = await initialize(async_client)
+    answer = {"jsonrpc": "2.0", "id": request_id, "result": {"action": "accept"}}
+    headers = {"Accept": HEADERS["Accept"], "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    body = json.dumps(answer)  # ensure_ascii: the lone surrogate travels as \ud800, as a client's would
+    response = await async_client.post("/mcp/", data=body, content_type="application/json", headers=headers)
+    assert response.status_code == 400, response.content
+    assert "id of a request this server sent" in json.loads(response.content)["error"]["message"]
+
+
 # -- bounded sessions ---------------------------------------------------------------------------------
 
 
