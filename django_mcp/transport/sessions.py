@@ -11,6 +11,11 @@ principal keeps open (``SESSIONS_PER_PRINCIPAL``; anonymous callers counted per 
 and the sessions opened within one ``SESSION_TTL_SECONDS`` (``SESSIONS_MAX``). Past a bound a new
 session is refused; none already open is evicted (check ``django_mcp.W014`` flags a cache that
 would evict them itself).
+
+Both caps are counted with the cache's atomic ``incr`` (exact under concurrency on Redis, Memcached
+and the local-memory cache): a window of ``SESSION_TTL_SECONDS`` counts the sessions opened in it,
+a refused opening counts nowhere, and ``DELETE`` gives its place back. A principal's cap also holds
+over time: its list of open sessions, renewed ones included, is checked too.
 """
 
 from __future__ import annotations
@@ -20,10 +25,11 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
+from asgiref.sync import sync_to_async
 from django.core.cache import caches
 
 from ..conf import get_settings
@@ -48,6 +54,8 @@ class McpSession:
     client_info: dict[str, Any] | None = None
     log_level: str | None = None
     subscriptions: list[str] = field(default_factory=list)
+    counted_in: list[str] = field(default_factory=list)
+    """The counters its opening took a place in (given back when it ends)."""
 
     @property
     def group(self) -> str:
@@ -88,12 +96,20 @@ async def acreate(
     )
     _check_size(session)
     settings = get_settings()
+    ttl = settings.SESSION_TTL_SECONDS
     # The caller's own cap first: an opening it refuses must not count against everyone's.
-    if settings.SESSIONS_PER_PRINCIPAL is not None:
-        await _aadd_to_principal(limit_key or owner, session.id, settings.SESSIONS_PER_PRINCIPAL)
-    if settings.SESSIONS_MAX is not None:
-        await _acount_opening(settings.SESSIONS_MAX, settings.SESSION_TTL_SECONDS)
-    await asave(session)
+    try:
+        if settings.SESSIONS_PER_PRINCIPAL is not None:
+            index_key = _OF_PRINCIPAL + hashlib.sha256((limit_key or owner).encode()).hexdigest()
+            limit = settings.SESSIONS_PER_PRINCIPAL
+            session.counted_in.append(await _atake_place(index_key, limit, ttl, _too_many_of_yours))
+            await _aadd_to_principal(index_key, session.id, limit)
+        if settings.SESSIONS_MAX is not None:
+            session.counted_in.append(await _atake_place(_OPENED, settings.SESSIONS_MAX, ttl, _server_full))
+        await asave(session)
+    except BaseException:
+        await _agive_back(session.counted_in)
+        raise
     return session
 
 
@@ -113,40 +129,63 @@ def _check_size(session: McpSession) -> None:
         )
 
 
-async def _acount_opening(limit: int, ttl: int) -> None:
-    """Count one session opened in this TTL-long window; refuse past ``limit`` over this window and the last."""
+async def _atake_place(key: str, limit: int, ttl: int, refusal: Callable[[int, int], McpJsonRpcError]) -> str:
+    """Count one opening on ``key``'s counter of this TTL-long window (atomically); refuse past ``limit`` over
+    this window and the last, counting nothing then. The counter's key, to give the place back."""
     window = int(time.time()) // ttl
     cache = _cache()
-    key = f"{_OPENED}{window}"
-    await _areach(cache.aadd(key, 0, 2 * ttl))
-    opened = await _areach(cache.aincr(key))
-    before = await _areach(cache.aget(f"{_OPENED}{window - 1}", 0))
+    counter = f"{key}.{window}"
+    await _areach(cache.aadd(counter, 0, 2 * ttl))
+    # The sync incr and decr: Django's aincr/adecr are a get and a set, not atomic (Redis' INCR and the
+    # local-memory cache's locked incr are).
+    opened = await _areach(sync_to_async(cache.incr, thread_sensitive=False)(counter))
+    before = await _areach(cache.aget(f"{key}.{window - 1}", 0))
     if opened + before > limit:
-        raise McpJsonRpcError(
-            INTERNAL_ERROR,
-            f"This server keeps at most {limit} sessions opened within {ttl} s: try again later",
-            http_status=503,
-        )
+        await _areach(sync_to_async(cache.decr, thread_sensitive=False)(counter))
+        raise refusal(limit, ttl)
+    return counter
 
 
-async def _aadd_to_principal(key: str, session_id: str, limit: int) -> None:
+async def _agive_back(counters: list[str]) -> None:
+    """Give back the places an opening took (a session ended, or one refused after a first cap)."""
+    decrement = sync_to_async(_cache().decr, thread_sensitive=False)
+    for counter in counters:
+        try:
+            await decrement(counter)
+        except ValueError:  # the window's counter expired meanwhile: nothing left to give back
+            pass
+        except Exception as exc:  # the store down: the place comes back with the next window
+            throttle.log(logger, logging.WARNING, "session-store", "Session store unavailable: %s", exc)
+
+
+def _too_many_of_yours(limit: int, ttl: int) -> McpJsonRpcError:
+    return McpJsonRpcError(
+        INTERNAL_ERROR,
+        f"Too many sessions: at most {limit} open here per caller; end one with DELETE or let one expire",
+        http_status=429,
+    )
+
+
+def _server_full(limit: int, ttl: int) -> McpJsonRpcError:
+    return McpJsonRpcError(
+        INTERNAL_ERROR,
+        f"This server keeps at most {limit} sessions opened within {ttl} s: try again later",
+        http_status=503,
+    )
+
+
+async def _aadd_to_principal(index_key: str, session_id: str, limit: int) -> None:
     """Add the session to its principal's list, dropping the ended and expired ones; refuse past ``limit``.
 
-    Read, modified and written back: two workers opening sessions for one principal at the same instant
-    may each count one session fewer, so the bound holds to within the number of workers.
+    The list bounds the sessions a principal keeps open over time (renewed sessions outlive their window);
+    the counters above keep the bound exact under concurrency.
     """
     cache = _cache()
-    index_key = _OF_PRINCIPAL + hashlib.sha256(key.encode()).hexdigest()
     ids: list[str] = await _areach(cache.aget(index_key, [])) or []
     live = await _areach(cache.aget_many([_PREFIX + i for i in ids])) if ids else {}
     open_ids = [i for i in ids if _PREFIX + i in live]
     if len(open_ids) >= limit:
-        raise McpJsonRpcError(
-            INTERNAL_ERROR,
-            f"Too many sessions: you have {len(open_ids)} open here (at most {limit}); "
-            "end one with DELETE or let one expire",
-            http_status=429,
-        )
+        raise _too_many_of_yours(limit, get_settings().SESSION_TTL_SECONDS)
     await _areach(cache.aset(index_key, [*open_ids, session_id], get_settings().SESSION_TTL_SECONDS))
 
 
@@ -170,3 +209,4 @@ async def aload(session_id: str, owner: str) -> McpSession | None:
 async def adelete(session: McpSession) -> None:
     """End the session: later requests with its id get 404 and the client initializes again."""
     await _areach(_cache().adelete(_PREFIX + session.id))
+    await _agive_back(session.counted_in)

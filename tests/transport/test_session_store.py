@@ -3,6 +3,7 @@ logs a few lines per outage, and what does not need sessions keeps working."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -193,6 +194,32 @@ async def test_sessions_max_bounds_what_the_server_opens(async_client, bounds):
     bounds(SESSIONS_MAX=4, SESSIONS_PER_PRINCIPAL=None)
     statuses = [(await open_session(async_client, client_addr=f"10.0.1.{n}")).status_code for n in range(6)]
     assert statuses == [200, 200, 200, 200, 503, 503]
+
+
+async def test_concurrent_openings_of_one_caller_stop_exactly_at_its_cap(async_client, bounds):
+    # Counted read-modify-write, concurrent initialize from one address opened 3,000 sessions past a cap of 1,000.
+    bounds(SESSIONS_PER_PRINCIPAL=5, SESSIONS_MAX=None)
+    answers = await asyncio.gather(*(open_session(async_client, client_addr="10.7.7.7") for _ in range(40)))
+    statuses = [a.status_code for a in answers]
+    assert (statuses.count(200), statuses.count(429)) == (5, 35), statuses
+
+
+async def test_one_address_cannot_use_up_the_servers_sessions_for_others(async_client, bounds):
+    bounds(SESSIONS_PER_PRINCIPAL=3, SESSIONS_MAX=5)
+    flood = await asyncio.gather(*(open_session(async_client, client_addr="10.6.6.6") for _ in range(60)))
+    assert [a.status_code for a in flood].count(200) == 3
+    others = [(await open_session(async_client, client_addr=f"10.5.5.{n}")).status_code for n in range(3)]
+    assert others == [200, 200, 503]  # the server's 5: the flood took 3 of them, not all
+
+
+async def test_ending_a_session_gives_its_place_back_on_the_server_too(async_client, bounds):
+    bounds(SESSIONS_MAX=2, SESSIONS_PER_PRINCIPAL=None)
+    first = await open_session(async_client, client_addr="10.4.4.1")
+    assert (await open_session(async_client, client_addr="10.4.4.2")).status_code == 200
+    assert (await open_session(async_client, client_addr="10.4.4.3")).status_code == 503
+    headers = {"Mcp-Session-Id": first["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+    assert (await async_client.delete("/mcp/", headers=headers)).status_code in (200, 204)
+    assert (await open_session(async_client, client_addr="10.4.4.3")).status_code == 200
 
 
 def test_w014_a_culling_cache_too_small_for_sessions_max(settings):
