@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from asgiref.sync import async_to_sync, iscoroutinefunction, sync_to_async
@@ -17,8 +18,10 @@ from ..server.context import McpRequest
 from ..server.mrtr import InputRequest
 from ..server.notify import throttle
 from ..server.tools.definition import Tool
+from .conf import get_tasks_settings
 from .models import Task
 from .publishing import apublish
+from .store.errors import aretried_while_down
 
 if TYPE_CHECKING:
     from .runner import TaskRunner
@@ -207,7 +210,11 @@ class RunningTask(TaskContext):
             pending[self._fresh_key(key)] = (key, request)
         answers: dict[str, Any] = {}
         while pending:
-            task = await self._runner.store.apark(self.id, {wk: r.to_wire() for wk, (_, r) in pending.items()})
+            asked = {wk: r.to_wire() for wk, (_, r) in pending.items()}
+            # Through an outage of the database the body waits to ask, as its final write would (it lives on).
+            task = await aretried_while_down(
+                partial(self._runner.store.apark, self.id, asked), self._retry_for(), f"Task {self.id} asking"
+            )
             if task is None:  # no longer active: cancelled, reaped or deleted meanwhile
                 raise self._vanished()
             await apublish(task)
@@ -228,13 +235,22 @@ class RunningTask(TaskContext):
             self._wake = asyncio.Event()
         while len(collected) < len(wire_keys):
             self._wake.clear()
-            taken = await self._runner.store.atake_answers(self.id, [k for k in wire_keys if k not in collected])
+            missing = [k for k in wire_keys if k not in collected]
+            taken = await aretried_while_down(
+                partial(self._runner.store.atake_answers, self.id, missing),
+                self._retry_for(),
+                f"Task {self.id} reading",
+            )
             if taken is None:
                 raise self._vanished()
             collected.update(taken)
             if len(collected) < len(wire_keys):
                 await self._wake.wait()
         return collected
+
+    @staticmethod
+    def _retry_for() -> float | None:
+        return get_tasks_settings().TASK_FINAL_WRITE_RETRY_SECONDS
 
     def wake(self) -> None:
         if self._wake is not None:  # (not parked yet: its first read of the row sees the answers)

@@ -35,7 +35,7 @@ from .context import Run, RunningTask, begin_run_within
 from .models import Task, TaskStatus
 from .publishing import apublish
 from .store import TaskStore
-from .store.errors import lost_connection
+from .store.errors import aretried_while_down
 
 logger = logging.getLogger("django_mcp.tasks")
 
@@ -145,30 +145,21 @@ class TaskRunner:
 
     async def _arecord(self, running: RunningTask, status: str, fields: dict[str, Any]) -> Task | None:
         """Record how the run ended (retrying while the database is down)."""
-        loop = asyncio.get_running_loop()
         retry_for = get_tasks_settings().TASK_FINAL_WRITE_RETRY_SECONDS
-        started = loop.time()
-        delay = 0.1
-        while True:
-            try:
-                return await self.store.afinish(running.id, status, **fields)
-            except (OperationalError, InterfaceError) as exc:
-                # A lost connection is retried until the database is back (or TASK_FINAL_WRITE_RETRY_SECONDS);
-                # another error of the database (a statement timeout, a full disk) for a minute at most.
-                limit = retry_for if lost_connection(exc) else min(retry_for or 60.0, 60.0)
-                if limit is not None and loop.time() + delay > started + limit:
-                    logger.error(
-                        "Task %s ended %s but the database stayed unavailable; its lease will lapse", running.id, status
-                    )
-                    return None
-                logger.warning("Task %s: database unavailable, retrying its final write in %.1f s", running.id, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-            except Exception:
-                logger.exception("Task %s: could not store its outcome", running.id)
-                return await self.store.afinish(
-                    running.id, TaskStatus.FAILED, error=UNSTORABLE, message=UNSTORABLE["message"]
-                )
+        try:
+            return await aretried_while_down(
+                lambda: self.store.afinish(running.id, status, **fields), retry_for, f"Task {running.id}'s final write"
+            )
+        except (OperationalError, InterfaceError):
+            logger.error(
+                "Task %s ended %s but the database stayed unavailable; its lease will lapse", running.id, status
+            )
+            return None
+        except Exception:
+            logger.exception("Task %s: could not store its outcome", running.id)
+            return await self.store.afinish(
+                running.id, TaskStatus.FAILED, error=UNSTORABLE, message=UNSTORABLE["message"]
+            )
 
     # -- control ---------------------------------------------------------------------------
 

@@ -448,6 +448,32 @@ async def test_the_final_write_retries_for_as_long_as_the_database_is_down_by_de
     assert done["result"]["content"][0]["text"] == "task:kept"
 
 
+async def test_a_body_that_asks_during_an_outage_waits_for_the_database_and_its_task_lives(async_client):
+    # Parking for input and reading the answers wait out a lost database as the final write does; before,
+    # the first failed write ended the task "the database was unavailable" while its owner was alive.
+    real_park, real_take = PLUGIN.store.apark, PLUGIN.store.atake_answers
+    failures = {"park": 3, "take": 3}
+
+    async def flaky(name, real, *args, **kwargs):
+        if failures[name] > 0:
+            failures[name] -= 1
+            raise driver_error(None, "server closed the connection unexpectedly")
+        return await real(*args, **kwargs)
+
+    with (
+        mock.patch.object(PLUGIN.store, "apark", lambda *a, **k: flaky("park", real_park, *a, **k)),
+        mock.patch.object(PLUGIN.store, "atake_answers", lambda *a, **k: flaky("take", real_take, *a, **k)),
+    ):
+        task_id = (await create(async_client, "declared", {"text": "outage"}))["taskId"]
+        waiting = await wait_for(async_client, task_id, "input_required", timeout=10)
+        key = next(iter(waiting["inputRequests"]))
+        await rpc(async_client, "tasks/update", {"taskId": task_id, "inputResponses": {key: {"action": "accept"}}})
+        done = await wait_for(async_client, task_id, "completed", "failed", timeout=15)
+    assert done["status"] == "completed", done
+    assert done["result"]["content"][0]["text"].endswith("outage accept")
+    assert failures == {"park": 0, "take": 0}
+
+
 # -- a known outage: answers at once ----------------------------------------------------------------------
 
 
@@ -599,3 +625,14 @@ async def test_a_lost_connection_seen_by_a_request_holds_off_reaping_too(async_c
         assert (await get(async_client, str(task.pk)))["result"]["status"] == "failed"
     finally:
         runner._reachable_since, outage.last_lost = saved
+
+
+def test_a_known_outages_own_refusal_reads_as_a_lost_connection():
+    # Else a body waiting out an outage would give up after a minute once the outage was known.
+    from django_mcp.tasks.store.errors import KnownOutage, lost_connection
+
+    outage = KnownOutage(probe_seconds=60)
+    outage.failed(driver_error(None))
+    with pytest.raises(OperationalError) as refused:
+        outage.admit()
+    assert lost_connection(refused.value)

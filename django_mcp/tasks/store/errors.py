@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from django.db import (
     DatabaseError,
@@ -15,6 +18,7 @@ from ...protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ...server.notify import throttle
 
 logger = logging.getLogger("django_mcp.tasks")
+T = TypeVar("T")
 
 # PostgreSQL's SQLSTATEs for an undefined table and column; SQLite says it in words.
 _UNDEFINED_SQLSTATES = frozenset({"42P01", "42703"})
@@ -53,8 +57,14 @@ _LOST_CONNECTION_SQLSTATES = ("08", "57P01", "57P02", "57P03")
 _LOST_CONNECTION_MYSQL = frozenset({1040, 1053, 2002, 2003, 2005, 2006, 2013, 2055, 4031})
 
 
+class StillUnreachable(OperationalError):
+    """Raised at once while an outage is known (:class:`KnownOutage`): a lost connection, like the one found."""
+
+
 def lost_connection(exc: BaseException) -> bool:
     """Whether ``exc`` says the database cannot be reached (not a query's own error, not a SQLite lock)."""
+    if isinstance(exc, StillUnreachable):
+        return True
     cause = exc.__cause__  # the driver's own error, which Django's wrapper keeps
     if not isinstance(exc, OperationalError | InterfaceError) or cause is None:
         return False
@@ -90,6 +100,24 @@ def _mysql_errno(cause: BaseException | None) -> int | None:
     return errno if isinstance(errno, int) else None
 
 
+async def aretried_while_down(work: Callable[[], Awaitable[T]], retry_for: float | None, what: str) -> T:
+    """``work()``, tried again while the database is unreachable (backing off from 0.1 s to 5 s) for up to
+    ``retry_for`` seconds (None: until it is back); another database error (a statement timeout, a full
+    disk) for a minute at most. Past that the last error is raised."""
+    loop = asyncio.get_running_loop()
+    started, delay = loop.time(), 0.1
+    while True:
+        try:
+            return await work()
+        except (OperationalError, InterfaceError) as exc:
+            limit = retry_for if lost_connection(exc) else min(retry_for or 60.0, 60.0)
+            if limit is not None and loop.time() + delay > started + limit:
+                raise
+            logger.warning("%s: database unavailable, retrying in %.1f s", what, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
 class KnownOutage:
     """The database found unreachable: calls fail at once, and one a ``probe_seconds`` goes through to see.
 
@@ -108,7 +136,7 @@ class KnownOutage:
             return
         now = time.monotonic()
         if now < self._fail_until:
-            raise OperationalError("The database was unreachable a moment ago")
+            raise StillUnreachable("The database was unreachable a moment ago")
         self._fail_until = now + self.probe_seconds  # this call is the probe: the others fail at once meanwhile
 
     def failed(self, exc: BaseException) -> None:
