@@ -501,3 +501,52 @@ async def test_while_the_database_is_known_down_every_concurrent_request_is_answ
         assert response.status_code == 503, response.text
         assert response.json()["error"]["message"].startswith("Database unavailable")
     assert elapsed[-1] <= 2.0, elapsed
+
+
+async def test_a_fleet_worker_outlives_an_outage_of_its_database_and_runs_what_comes_after(stack):
+    """``db_worker`` exits when its database stops while it is idle (and nothing brings it back: the fleet's
+    tasks then wait for nobody); ``mcp_db_worker`` waits the outage out and runs the next task."""
+    from tests.live.fleet import DB_WORKER, DbWorker
+
+    pg, env = stack["pg"], stack["env"]
+    plain = DbWorker("db_worker", env)
+    surviving = DbWorker("mcp_db_worker", env, ["mcp_db_worker", *DB_WORKER[1:]])
+    web = Daphne(env, quiet=True)
+    try:
+        web.start()
+        plain.start()
+        surviving.start()
+        await asyncio.sleep(1.0)  # both polling, idle
+        pg.stop()
+        await asyncio.sleep(POOL_TIMEOUT + 3)  # past the pool's wait: the worker's query fails
+        pg.start()
+        deadline = time.monotonic() + 15
+        while plain.alive():
+            assert time.monotonic() < deadline, "db_worker kept running through the outage: the premise changed"
+            await asyncio.sleep(0.1)
+        assert surviving.alive(), surviving.output()[-2000:]
+        fleet = web.running.base + "/mcp-fleet/"
+        async with httpx.AsyncClient(timeout=30) as client:
+            deadline = time.monotonic() + 30
+            while (
+                created := await rpc(client, fleet, "tools/call", {"name": "sleeper", "arguments": {"seconds": 0.1}})
+            ).status_code != 200:
+                assert time.monotonic() < deadline, created.text  # the web worker's pool reconnects first
+                await asyncio.sleep(0.2)
+            task_id = created.json()["result"]["taskId"]
+            deadline = time.monotonic() + 30
+            while (got := (await rpc(client, fleet, "tasks/get", {"taskId": task_id})).json())["result"][
+                "status"
+            ] != "completed":
+                assert got["result"]["status"] == "working" and time.monotonic() < deadline, (
+                    got,
+                    surviving.output()[-2000:],
+                )
+                await asyncio.sleep(0.1)
+        assert "starts again" in surviving.output()
+    finally:
+        plain.stop()
+        surviving.stop()
+        web.stop()
+        if pg.proc is None:
+            pg.start()
