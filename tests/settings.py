@@ -77,6 +77,8 @@ DJANGO_MCP = {
     "SESSIONS_MAX": None,
     # CI runs the suite both ways: the store's fast paths, and the plain ORM they must match.
     "TASK_FAST_PATHS": os.environ.get("DJANGO_MCP_TEST_FAST_PATHS", "1") == "1",
+    # The suite registers OAuth clients from 127.0.0.1 all run long: the rate is tested where it is set.
+    "OAUTH_REGISTRATION_RATE": None,
 }
 
 # This project is the authorization server of /mcp-oauth (tests/test_oauth*.py).

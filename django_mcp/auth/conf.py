@@ -54,6 +54,9 @@ class AuthSettings(BaseModel):
     """Longer bearer tokens are refused before any verifier sees them."""
     OAUTH_USER_FOR_CLAIMS: str = Field(default="django_mcp.auth.user_for_claims", min_length=1)
     """Dotted path of ``f(claims: dict, settings: JwtSettings) -> user | None`` for external tokens."""
+    OAUTH_REGISTRATION_RATE: str | None = "20/h"
+    """Anonymous dynamic client registrations one address may make (django-ratelimit's rate); past it 429.
+    None: no limit. Each registration is also bounded in size (``registration.MAX_BODY_BYTES``)."""
     ALLOW_UNAUTHENTICATED: bool = False
     """Serve an endpoint without auth outside DEBUG (``check --deploy`` says ``django_mcp.E010`` otherwise)."""
 

@@ -62,3 +62,99 @@ def public_redirect(uri: str) -> bool:
         except ValueError:
             return False
     return parts.scheme not in {"", "javascript", "data", "file", "vbscript", "ftp", "ws", "wss"}
+
+
+MAX_BODY_BYTES = 16_384
+"""The largest registration body read (a client's metadata is a few hundred bytes)."""
+MAX_REDIRECT_URIS = 10
+MAX_TEXT_CHARS = 2_048
+"""The longest text in a registration (a name, a URI)."""
+_TEXTS = ("client_name", "client_uri", "logo_uri", "tos_uri", "policy_uri", "scope", "token_endpoint_auth_method")
+_LISTS = ("redirect_uris", "grant_types", "response_types", "contacts")
+
+
+def registration_refusal(body: bytes, anonymous: bool) -> tuple[str, str, int] | None:
+    """Why a registration body is refused before django-oauth-toolkit reads it, as RFC 7591 says it
+    (``error``, ``error_description``, HTTP status); None when it may go on."""
+    from ..protocol.errors import McpJsonRpcError
+    from ..protocol.jsonrpc import parse_json
+
+    if len(body) > MAX_BODY_BYTES:
+        return "invalid_client_metadata", f"The registration is larger than {MAX_BODY_BYTES} bytes", 413
+    try:
+        metadata = parse_json(body)  # the endpoint's own parser: depth, encoding, numbers
+    except McpJsonRpcError as exc:
+        return "invalid_client_metadata", f"Request body must be valid JSON ({exc.message})", 400
+    if not isinstance(metadata, dict):
+        return "invalid_client_metadata", "Request body must be a JSON object", 400
+    bad_text = _bad_text(metadata)
+    if bad_text is not None:
+        return "invalid_client_metadata", bad_text, 400
+    for name in _TEXTS:
+        if name in metadata and not isinstance(metadata[name], str):
+            return "invalid_client_metadata", f"{name} must be a string", 400
+    for name in _LISTS:
+        if name in metadata and not _strings(metadata[name]):
+            return "invalid_client_metadata", f"{name} must be an array of strings", 400
+    redirects = metadata.get("redirect_uris") or []
+    if len(redirects) > MAX_REDIRECT_URIS:
+        return "invalid_redirect_uri", f"At most {MAX_REDIRECT_URIS} redirect_uris", 400
+    if anonymous and not all(public_redirect(uri) for uri in redirects):
+        return "invalid_redirect_uri", "redirect_uris must be https, a loopback http address or an app's scheme", 400
+    return None
+
+
+def _bad_text(value: Any) -> str | None:
+    """What is wrong with a text anywhere in ``value`` (too long, a lone surrogate, a NUL), or None."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            pending += item
+        elif isinstance(item, str):
+            if len(item) > MAX_TEXT_CHARS:
+                return f"A text of the registration is longer than {MAX_TEXT_CHARS} characters"
+            if "\x00" in item or any("\ud800" <= ch <= "\udfff" for ch in item):
+                return "The registration's texts must be valid Unicode without NUL characters"
+    return None
+
+
+def refuse_registration(request: Any) -> Any:
+    """The answer to a registration refused before django-oauth-toolkit sees it (a JsonResponse), or None.
+
+    Bounds on the body first (:func:`registration_refusal`); then, for an anonymous caller, the
+    registrations its address may make (``OAUTH_REGISTRATION_RATE``): each one is a row kept.
+    """
+    from django.http import JsonResponse
+
+    anonymous = not request.user.is_authenticated
+    refused = registration_refusal(request.body, anonymous)
+    retry = None
+    if refused is None and anonymous:
+        retry = _past_rate(request)
+        if retry is not None:
+            refused = ("invalid_client_metadata", f"Too many registrations from this address; retry in {retry} s", 429)
+    if refused is None:
+        return None
+    error, description, status = refused
+    response = JsonResponse({"error": error, "error_description": description}, status=status)
+    if retry is not None:
+        response["Retry-After"] = str(retry)
+    return response
+
+
+def _past_rate(request: Any) -> int | None:
+    """Seconds until the caller's address may register again, or None while it is within the rate."""
+    from django_ratelimit.core import get_usage
+
+    from .conf import get_auth_settings
+
+    rate = get_auth_settings().OAUTH_REGISTRATION_RATE
+    if rate is None:
+        return None
+    usage = get_usage(request, group="django_mcp:registration", key="ip", rate=rate, increment=True)
+    if usage is None or not usage["should_limit"]:
+        return None
+    return max(1, int(usage["time_left"]))

@@ -10,13 +10,17 @@ Served: ``/.well-known/oauth-protected-resource[/<endpoint path>]``; with ``oaut
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.apps import apps
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.views import LoginView
+from django.http import HttpRequest
 from django.urls import URLPattern, URLResolver, include, path, re_path, reverse_lazy
 
 from ..decorators import client_endpoint
 from .metadata import protected_resource_metadata
+from .registration import refuse_registration
 
 urlpatterns: list[URLPattern | URLResolver] = [
     re_path(
@@ -32,6 +36,13 @@ if apps.is_installed("oauth2_provider"):
     class _AuthorizationView(oauth_views.AuthorizationView):  # type: ignore[misc]  # (no stubs: Any)
         login_url = reverse_lazy("django_mcp_login")
 
+    class _RegistrationView(oauth_views.DynamicClientRegistrationView):  # type: ignore[misc]
+        """RFC 7591 registration, its body bounded and anonymous callers rate-limited before DOT reads it."""
+
+        def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+            refused = refuse_registration(request)
+            return refused if refused is not None else super().post(request, *args, **kwargs)
+
     _server = [
         path(
             ".well-known/oauth-authorization-server",
@@ -44,7 +55,7 @@ if apps.is_installed("oauth2_provider"):
         path("o/token/", client_endpoint(oauth_views.TokenView.as_view()), name="token"),
         path("o/revoke_token/", client_endpoint(oauth_views.RevokeTokenView.as_view()), name="revoke-token"),
         path("o/introspect/", client_endpoint(oauth_views.IntrospectTokenView.as_view()), name="introspect"),
-        path("o/register/", client_endpoint(oauth_views.DynamicClientRegistrationView.as_view()), name="dcr-register"),
+        path("o/register/", client_endpoint(_RegistrationView.as_view()), name="dcr-register"),
         path(
             "o/register/<str:client_id>/",
             client_endpoint(oauth_views.DynamicClientRegistrationManagementView.as_view()),

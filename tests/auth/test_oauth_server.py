@@ -49,14 +49,21 @@ def test_anyone_may_register_a_public_client(client):
         {"token_endpoint_auth_method": "client_secret_basic"},
         {"token_endpoint_auth_method": None},  # defaults to client_secret_basic: confidential
         {"grant_types": ["client_credentials"]},
-        {"redirect_uris": ["http://attacker.example/callback"]},
-        {"redirect_uris": ["javascript:alert(1)"]},
     ],
 )
 def test_anonymous_registration_of_anything_else_is_refused(client, change):
     metadata = {k: v for k, v in {**PUBLIC, **change}.items() if v is not None}
     response = client.post("/o/register/", json.dumps(metadata), content_type="application/json")
     assert response.status_code in (401, 403), response.content
+    assert not Application.objects.exists()
+
+
+@pytest.mark.parametrize("redirect", ["http://attacker.example/callback", "javascript:alert(1)"])
+def test_an_anonymous_redirect_the_server_will_not_take_is_invalid_redirect_uri(client, redirect):
+    response = client.post(
+        "/o/register/", json.dumps({**PUBLIC, "redirect_uris": [redirect]}), content_type="application/json"
+    )
+    assert (response.status_code, response.json()["error"]) == (400, "invalid_redirect_uri")  # RFC 7591 §3.2.2
     assert not Application.objects.exists()
 
 
