@@ -124,3 +124,13 @@ def test_bad_sign_in_settings_are_e002(value, message):
     with override_settings(DJANGO_MCP=value):
         [error] = check_settings()
     assert error.id == "django_mcp.E002" and message in error.msg
+
+
+def test_the_settings_block_leaves_django_oauth_toolkits_refresh_check_silent(settings):
+    # oauth2_provider.W007 (refresh-token replay detection off) printed on every check --deploy before.
+    from django.core.checks import run_checks
+
+    settings.OAUTH2_PROVIDER = authorization_server_settings({"mcp": "Use the MCP tools"})
+    found = {m.id for m in run_checks(include_deployment_checks=True)}
+    assert "oauth2_provider.W007" not in found
+    assert authorization_server_settings()["REFRESH_TOKEN_REUSE_PROTECTION"] is True
