@@ -34,6 +34,9 @@ def authorization_server_settings(scopes: Mapping[str, str] | None = None, **ove
         "ALLOWED_REDIRECT_URI_SCHEMES": ["https", "http", "cursor"],
         "ALLOW_LOCALHOST_LOOPBACK": True,
         "ACCESS_TOKEN_EXPIRE_SECONDS": 3600,
+        # What a client registered anonymously can use (RFC 8414 metadata): not client_credentials nor the
+        # device grant, which that registration refuses.
+        "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
         # A replayed refresh token revokes its whole family (RFC 9700 §4.14.2; public clients have no secret).
         "REFRESH_TOKEN_REUSE_PROTECTION": True,
         # The registration's own access token (RFC 7592) lasts a year: django-oauth-toolkit's "never" is an

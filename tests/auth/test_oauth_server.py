@@ -34,6 +34,8 @@ def test_server_metadata_has_what_mcp_clients_need(client):
     assert document["registration_endpoint"] == "http://testserver/o/register/"
     assert "none" in document["token_endpoint_auth_methods_supported"]
     assert {"implicit", "password"}.isdisjoint(document["grant_types_supported"])
+    # Only what a client registered anonymously can use (client_credentials and the device grant were listed).
+    assert document["grant_types_supported"] == ["authorization_code", "refresh_token"]
 
 
 def test_anyone_may_register_a_public_client(client):
