@@ -66,7 +66,13 @@ if apps.is_installed("oauth2_provider"):
         path("", include((_server, "oauth2_provider"))),
         path(
             "o/login/",
-            LoginView.as_view(template_name="django_mcp/oauth/login.html", redirect_authenticated_user=False),
+            # Opened directly (no ``next``), a sign-in comes back here and says who is signed in, instead of
+            # going to LOGIN_REDIRECT_URL (/accounts/profile/, a 404 in most projects).
+            LoginView.as_view(
+                template_name="django_mcp/oauth/login.html",
+                redirect_authenticated_user=False,
+                next_page=reverse_lazy("django_mcp_login"),
+            ),
             name="django_mcp_login",
         ),
     ]

@@ -219,3 +219,15 @@ def test_staff_may_make_personal_tokens_for_themselves_only(client):
         "/admin/django_mcp/personaltoken/add/", {"user": staff.pk, "name": "x", "scope": "mcp", "lifetime_days": 1}
     )
     assert PersonalToken.objects.get().user == staff
+
+
+def test_the_sign_in_page_opened_directly_comes_back_to_say_who_is_signed_in(client):
+    from django.contrib.auth.models import User
+
+    User.objects.create_user("ada", password="pw-for-ada")
+    page = client.get("/o/login/")
+    token = page.context["csrf_token"] if page.context else None
+    signed_in = client.post("/o/login/", {"username": "ada", "password": "pw-for-ada", "csrfmiddlewaretoken": token})
+    assert (signed_in.status_code, signed_in["Location"]) == (302, "/o/login/")  # was /accounts/profile/, a 404
+    again = client.get("/o/login/")
+    assert "You are signed in as <strong>ada</strong>" in again.content.decode()
