@@ -70,8 +70,10 @@ def test_database_error_text_never_reaches_the_model():
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_a_lost_database_in_a_tasks_own_bookkeeping_fails_it_never_an_is_error(async_client):
+async def test_a_lost_database_in_a_tasks_own_bookkeeping_fails_it_never_an_is_error(async_client, settings):
     plugin = tasks_server.extension_plugins[0]
+    # Parking waits out an outage as the final write does (test_tasks_failures.py); past that bound it fails.
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_FINAL_WRITE_RETRY_SECONDS": 0.5}
     try:
         # Parking for input is the task's own bookkeeping (a progress update is not: it is dropped).
         with mock.patch.object(plugin.store, "apark", side_effect=OperationalError("server closed")):
