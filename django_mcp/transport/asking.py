@@ -59,8 +59,8 @@ async def adeliver_reply(session: sessions.McpSession, message: dict[str, Any]) 
     """Route a client's response to the handler waiting for it, in this process or another.
 
     A reply whose id is not of the kind this server gives its requests (``django-mcp-`` and printable
-    text) answers nothing here: refused 400 before it is passed on (a lone surrogate, not printable, would
-    not even cross a Redis layer: that was a 503).
+    text) answers nothing here: refused 400 before it is passed on (a lone surrogate, not printable, could
+    not cross a Redis layer).
     """
     request_id = message.get("id")
     if not (isinstance(request_id, str) and request_id.startswith(ASKED_ID_PREFIX) and request_id.isprintable()):
