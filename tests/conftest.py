@@ -17,6 +17,14 @@ def _clear_events():
 
 
 @pytest.fixture(autouse=True)
+def _forget_verified_tokens():
+    """Each test's tokens are its own: none remembered from another test's rows (token strings repeat)."""
+    from django_mcp.auth import cache
+
+    cache.forget_all()
+
+
+@pytest.fixture(autouse=True)
 async def _close_thread_connections():
     """The async ORM of a test runs in asgiref's sync thread: close what it opened there, and here."""
     yield

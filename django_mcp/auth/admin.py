@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from .cache import forget_all
+from .cache import revoked
 from .models import PersonalToken
 
 if TYPE_CHECKING:
@@ -75,5 +75,5 @@ class PersonalTokenAdmin(_ModelAdmin):
     @admin.action(description="Revoke selected personal tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[PersonalToken]) -> None:
         count = queryset.filter(revoked_at=None).update(revoked_at=timezone.now())
-        forget_all()  # update() sends no post_save: this process must not go on accepting them
+        revoked(using=queryset.db)  # update() sends no post_save: no process may go on accepting them
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)

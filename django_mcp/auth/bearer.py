@@ -86,7 +86,7 @@ class BearerAuth:
         # checked for this resource and this BearerAuth only.
         resource = self.resource(request)
         key = cache.key_of(token, resource, str(id(self)))
-        verified = cache.recall(key)
+        verified = await cache.arecall(key)
         if verified is None:
             since = cache.generation()
             request._mcp_resource = resource  # type: ignore[attr-defined]  # what the verifiers check against

@@ -1,27 +1,46 @@
 """Verified tokens, remembered for a few seconds per process: a request with a known token then needs no
-thread hop and no query. Revoking a token or changing its user clears this process's memory at once;
-other processes forget within ``OAUTH_TOKEN_CACHE_SECONDS``."""
+query, and no thread hop but the one reading the revocation mark, at most twice a second.
+
+Revoking a token or changing its user clears this process's memory at once and, once committed, writes a
+new revocation mark to the shared cache (``DJANGO_MCP["SESSION_CACHE"]``). Every process reads the mark at
+most every ``REVOCATION_CHECK_SECONDS`` while it checks tokens, and forgets them all when it moved. A mark
+that cannot be read forgets too: no token outlives a doubt."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import hashlib
+import logging
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
+from django.core.cache import caches
+from django.db import transaction
 from django.utils import timezone
 
+from ..conf import get_settings
+from ..server.notify import throttle
 from .tokens import VerifiedToken
+
+logger = logging.getLogger("django_mcp.auth")
 
 _MAX_ENTRIES = 10_000
 _remembered: OrderedDict[str, tuple[float, VerifiedToken]] = OrderedDict()
 _lock = threading.Lock()  # WSGI threads and signal receivers in worker threads touch it too
 _generation = 0  # bumped by forget_all: a verification that began before it is not remembered
 _PER_USER_CACHES = ("_perm_cache", "_user_perm_cache", "_group_perm_cache")
+
+REVOCATION_CHECK_SECONDS = 0.5
+"""How often a process that remembers tokens reads the shared revocation mark: a token revoked anywhere is
+refused everywhere at most this long after its revocation commits (plus one cache round trip)."""
+_MARK_KEY = "django_mcp:auth:revocation-mark"
+_mark_seen: object = object()  # none read yet: the first read forgets (nothing, or what came before it)
+_mark_read_at = float("-inf")
 
 
 def key_of(token: str, *scope: str) -> str:
@@ -32,6 +51,31 @@ def key_of(token: str, *scope: str) -> str:
 def generation() -> int:
     """Read before verifying; :func:`remember` drops a result verified before a :func:`forget_all`."""
     return _generation
+
+
+async def arecall(key: str) -> VerifiedToken | None:
+    """:func:`recall`, after reading the shared revocation mark if it is due."""
+    # A token remembered after a read of the mark is forgotten by the next read that finds it moved.
+    if time.monotonic() - _mark_read_at >= REVOCATION_CHECK_SECONDS:
+        await _aread_mark()
+    return recall(key)
+
+
+async def _aread_mark() -> None:
+    global _mark_seen, _mark_read_at
+    _mark_read_at = time.monotonic()  # before the read: concurrent requests do not read it again meanwhile
+    try:
+        mark = await caches[get_settings().SESSION_CACHE].aget(_MARK_KEY)
+    except Exception as exc:  # a cache backend may fail in any way: verify every token afresh
+        throttle.log(logger, logging.WARNING, _MARK_KEY, "Revocation mark unreadable, verifying tokens afresh: %r", exc)
+        forget_all()
+        _mark_read_at = time.monotonic()  # not again before the interval: the next tokens are fresh
+        return
+    if throttle.failing(_MARK_KEY):
+        throttle.recovered(logger, _MARK_KEY, "Revocation mark readable again")
+    if mark != _mark_seen:
+        forget_all()
+        _mark_seen, _mark_read_at = mark, time.monotonic()
 
 
 def recall(key: str) -> VerifiedToken | None:
@@ -80,11 +124,29 @@ def remember(key: str, verified: VerifiedToken, seconds: float, since: int) -> N
 
 
 def forget_all(*args: Any, **kwargs: Any) -> None:
-    """A token was revoked or a user changed: this process verifies every token again."""
-    global _generation
+    """This process verifies every token again (and reads the revocation mark before it next trusts one)."""
+    global _generation, _mark_read_at
     with _lock:
         _generation += 1
         _remembered.clear()
+        _mark_read_at = float("-inf")
+
+
+def revoked(*args: Any, using: str | None = None, created: bool = False, **kwargs: Any) -> None:
+    """A token was revoked or a user changed: this process forgets at once, and every process within
+    ``REVOCATION_CHECK_SECONDS`` of the commit (a signal receiver; ``using`` is the database written). A row
+    just created changes nothing another process remembers: only this one forgets (as it always did)."""
+    forget_all()
+    if not created:
+        transaction.on_commit(_announce, using=using)
+
+
+def _announce() -> None:
+    forget_all()  # a verification in this process may have read the row before the commit
+    try:
+        caches[get_settings().SESSION_CACHE].set(_MARK_KEY, uuid.uuid4().hex, None)
+    except Exception:  # the revocation is committed; only other processes learn it late
+        logger.exception("The revocation mark could not be written: other processes forget the token late")
 
 
 def watch() -> None:
@@ -102,5 +164,5 @@ def watch() -> None:
         models += [get_access_token_model(), get_application_model()]
     for model in models:
         for signal in (post_save, post_delete):
-            signal.connect(forget_all, sender=model, dispatch_uid=f"django_mcp.auth.forget.{model._meta.label}")
+            signal.connect(revoked, sender=model, dispatch_uid=f"django_mcp.auth.forget.{model._meta.label}")
     setting_changed.connect(forget_all, dispatch_uid="django_mcp.auth.forget.settings")

@@ -1,8 +1,8 @@
 """System checks for sign-in: what would make a known MCP client fail to sign in, or leave an endpoint open.
 
-E010 an endpoint without auth in production; E011-E014 and W015 an authorization server (this
-project's django-oauth-toolkit) that some client cannot use; E015 token auth without the metadata
-that clients discover it by; E016 and W016 a canonical URL that is not https or not known.
+E010 an endpoint without auth in production; E011-E014, W015, W020 and W021 an authorization server
+(this project's django-oauth-toolkit) that some client cannot use or that takes too much; E015 token
+auth without the metadata that clients discover it by; E016 and W016 a canonical URL that is not https or not known.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core import checks
 from django.core.checks import CheckMessage, Error, Tags, register
+from django.core.exceptions import ImproperlyConfigured
 from django.urls import NoReverseMatch, reverse
 
 from ..checks import built_servers
@@ -49,11 +50,14 @@ def check_authorization_server(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """E011 PKCE optional; E012 ``plain`` PKCE accepted; E013 neither CIMD nor DCR; E014 CIMD without
-    public clients; W015 no ``iss`` in authorization responses. Only when this project is the MCP
+    public clients; W015 no ``iss`` in authorization responses; W020 http redirects beyond loopback;
+    W021 no base scope for a client that asks for none. Only when this project is the MCP
     endpoint's authorization server (``include("django_mcp.auth.urls")`` with django-oauth-toolkit)."""
     if not apps.is_installed("oauth2_provider") or not _mounted("oauth2_provider:authorize"):
         return []
     from oauth2_provider.settings import oauth2_settings as dot
+
+    from .validator import McpOAuth2Validator
 
     hint = "Start from OAUTH2_PROVIDER = django_mcp.auth.authorization_server_settings(). " + _DOCS
     found: list[tuple[bool, str, str, bool]] = [
@@ -84,12 +88,34 @@ def check_authorization_server(
             "Authorization responses carry no 'iss' (RFC 9207): clients cannot detect mix-up attacks",
             False,
         ),
+        (
+            "http" in dot.ALLOWED_REDIRECT_URI_SCHEMES
+            and not issubclass(dot.OAUTH2_VALIDATOR_CLASS, McpOAuth2Validator),
+            "W020",
+            "Plain-http redirect URIs are allowed to any host, not only to loopback (RFC 9700 §2.1): "
+            "OAUTH2_VALIDATOR_CLASS is not django_mcp.auth.validator.McpOAuth2Validator or a subclass",
+            False,
+        ),
+        (
+            not set(_base_scopes()) <= set(dot.DEFAULT_SCOPES),
+            "W021",
+            "DEFAULT_SCOPES lacks the endpoint's OAUTH_SCOPES: a client that asks for no scope (ChatGPT "
+            "reconnecting) gets a token the endpoint refuses",
+            False,
+        ),
     ]
     return [
         (Error if error else checks.Warning)(f"OAUTH2_PROVIDER: {message}.", hint=hint, id=f"django_mcp.{code}")
         for bad, code, message, error in found
         if bad
     ]
+
+
+def _base_scopes() -> tuple[str, ...]:
+    try:
+        return get_auth_settings().OAUTH_SCOPES
+    except ImproperlyConfigured:  # django_mcp.E002 says what is wrong with them
+        return ()
 
 
 @register(Tags.urls)

@@ -49,7 +49,8 @@ class AuthSettings(BaseModel):
     OAUTH_JWT: JwtSettings | None = None
     OAUTH_TOKEN_CACHE_SECONDS: float = Field(default=10, ge=0)
     """How long a process remembers a verified token (no query, no thread hop while it does); a token
-    revoked or a user changed elsewhere is refused here at most this late. 0: verify every request."""
+    revoked or a user changed elsewhere is forgotten within ``cache.REVOCATION_CHECK_SECONDS`` of the
+    commit, through the shared cache. 0: verify every request."""
     OAUTH_MAX_TOKEN_CHARS: int = Field(default=4096, ge=64)
     """Longer bearer tokens are refused before any verifier sees them."""
     OAUTH_USER_FOR_CLAIMS: str = Field(default="django_mcp.auth.user_for_claims", min_length=1)
@@ -57,6 +58,8 @@ class AuthSettings(BaseModel):
     OAUTH_REGISTRATION_RATE: str | None = "20/h"
     """Anonymous dynamic client registrations one address may make (django-ratelimit's rate); past it 429.
     None: no limit. Each registration is also bounded in size (``registration.MAX_BODY_BYTES``)."""
+    OAUTH_REGISTRATION_RETENTION_DAYS: float = Field(default=7, ge=0)
+    """``manage.py mcp_clear_registrations`` deletes anonymous registrations this old that never got a token."""
     ALLOW_UNAUTHENTICATED: bool = False
     """Serve an endpoint without auth outside DEBUG (``check --deploy`` says ``django_mcp.E010`` otherwise)."""
 

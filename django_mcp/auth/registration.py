@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -158,3 +159,26 @@ def _past_rate(request: Any) -> int | None:
     if usage is None or not usage["should_limit"]:
         return None
     return max(1, int(usage["time_left"]))
+
+
+def clear_stale_registrations(older_than: timedelta) -> int:
+    """Delete clients registered anonymously (dynamic registration, no user) more than ``older_than`` ago that
+    never obtained a token for anyone: a registration a client gave up on, or a flood's. How many went."""
+    from django.db.models import Exists, OuterRef
+    from django.utils import timezone
+    from oauth2_provider.models import get_access_token_model, get_application_model, get_refresh_token_model
+
+    applications = get_application_model()
+    issued = get_access_token_model().objects.filter(application=OuterRef("pk"), user__isnull=False)
+    refreshable = get_refresh_token_model().objects.filter(application=OuterRef("pk"))
+    stale = applications.objects.filter(
+        registration_source=applications.RegistrationSource.DCR,
+        user__isnull=True,
+        created__lt=timezone.now() - older_than,
+    ).filter(~Exists(issued), ~Exists(refreshable))
+    # The registration's own access token (RFC 7592) and any expired grant go with it (CASCADE); in batches,
+    # so that a flood's hundred thousand rows do not make one huge delete.
+    deleted = 0
+    while batch := list(stale.values_list("pk", flat=True)[:500]):
+        deleted += applications.objects.filter(pk__in=batch).delete()[1].get(applications._meta.label, 0)
+    return deleted

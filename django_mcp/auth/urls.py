@@ -10,17 +10,12 @@ Served: ``/.well-known/oauth-protected-resource[/<endpoint path>]``; with ``oaut
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.apps import apps
 from django.contrib.auth.decorators import login_not_required
-from django.contrib.auth.views import LoginView
-from django.http import HttpRequest
-from django.urls import URLPattern, URLResolver, include, path, re_path, reverse_lazy
+from django.urls import URLPattern, URLResolver, include, path, re_path
 
 from ..decorators import client_endpoint
 from .metadata import protected_resource_metadata
-from .registration import refuse_registration
 
 urlpatterns: list[URLPattern | URLResolver] = [
     re_path(
@@ -33,15 +28,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
 if apps.is_installed("oauth2_provider"):
     from oauth2_provider import views as oauth_views
 
-    class _AuthorizationView(oauth_views.AuthorizationView):  # type: ignore[misc]  # (no stubs: Any)
-        login_url = reverse_lazy("django_mcp_login")
-
-    class _RegistrationView(oauth_views.DynamicClientRegistrationView):  # type: ignore[misc]
-        """RFC 7591 registration, its body bounded and anonymous callers rate-limited before DOT reads it."""
-
-        def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-            refused = refuse_registration(request)
-            return refused if refused is not None else super().post(request, *args, **kwargs)
+    from .pages import AuthorizationView, RegistrationView, SignInView
 
     _server = [
         path(
@@ -51,11 +38,11 @@ if apps.is_installed("oauth2_provider"):
         ),
         # A person's page, but it sends an anonymous browser to /o/login/ itself (with the client's request
         # kept in ``next``), where LoginRequiredMiddleware would send it to the project's LOGIN_URL.
-        path("o/authorize/", login_not_required(_AuthorizationView.as_view()), name="authorize"),
+        path("o/authorize/", login_not_required(AuthorizationView.as_view()), name="authorize"),
         path("o/token/", client_endpoint(oauth_views.TokenView.as_view()), name="token"),
         path("o/revoke_token/", client_endpoint(oauth_views.RevokeTokenView.as_view()), name="revoke-token"),
         path("o/introspect/", client_endpoint(oauth_views.IntrospectTokenView.as_view()), name="introspect"),
-        path("o/register/", client_endpoint(_RegistrationView.as_view()), name="dcr-register"),
+        path("o/register/", client_endpoint(RegistrationView.as_view()), name="dcr-register"),
         path(
             "o/register/<str:client_id>/",
             client_endpoint(oauth_views.DynamicClientRegistrationManagementView.as_view()),
@@ -64,15 +51,5 @@ if apps.is_installed("oauth2_provider"):
     ]
     urlpatterns += [
         path("", include((_server, "oauth2_provider"))),
-        path(
-            "o/login/",
-            # Opened directly (no ``next``), a sign-in comes back here and says who is signed in, instead of
-            # going to LOGIN_REDIRECT_URL (/accounts/profile/, a 404 in most projects).
-            LoginView.as_view(
-                template_name="django_mcp/oauth/login.html",
-                redirect_authenticated_user=False,
-                next_page=reverse_lazy("django_mcp_login"),
-            ),
-            name="django_mcp_login",
-        ),
+        path("o/login/", SignInView.as_view(), name="django_mcp_login"),
     ]

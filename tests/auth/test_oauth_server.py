@@ -88,7 +88,9 @@ def test_public_redirects(uri, allowed):
 
 
 def test_authorization_sends_a_stranger_to_the_login_page(client):
-    response = client.get("/o/authorize/?client_id=x&response_type=code")
+    client_id = client.post("/o/register/", json.dumps(PUBLIC), content_type="application/json").json()["client_id"]
+    query = {"client_id": client_id, "response_type": "code", "redirect_uri": PUBLIC["redirect_uris"][0]}
+    response = client.get("/o/authorize/", {**query, "code_challenge": "c" * 43, "code_challenge_method": "S256"})
     assert response.status_code == 302 and response["Location"].startswith("/o/login/?next=")
     page = client.get(response["Location"])
     assert page.status_code == 200 and b"Sign in" in page.content and b'name="next"' in page.content
@@ -132,17 +134,15 @@ def test_mcp_token_creates_lists_and_revokes():
         call_command("mcp_token", "revoke", row.prefix)
 
 
-def test_an_authorization_without_scope_gets_the_default_scopes_and_a_token_for_the_endpoint(client):
-    """ChatGPT sends no ``scope`` when it reconnects: the grant falls back to the default scopes."""
+def _authorized(client, user, **extra: str) -> tuple[str, str]:
+    """Register a public client, sign ``user`` in and allow it: the client ID and the authorization code."""
     import base64
     import hashlib
     from urllib.parse import parse_qs, urlsplit
 
-    user = User.objects.create_user("dora", password="pw")
     client_id = client.post("/o/register/", json.dumps(PUBLIC), content_type="application/json").json()["client_id"]
     client.force_login(user)
-    verifier = "v" * 64
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(VERIFIER.encode()).digest()).rstrip(b"=").decode()
     query = {
         "response_type": "code",
         "client_id": client_id,
@@ -151,6 +151,7 @@ def test_an_authorization_without_scope_gets_the_default_scopes_and_a_token_for_
         "code_challenge": challenge,
         "code_challenge_method": "S256",
         "resource": "http://testserver/mcp-oauth",
+        **extra,
     }
     consent = client.get("/o/authorize/", query)
     assert consent.status_code == 200
@@ -158,24 +159,85 @@ def test_an_authorization_without_scope_gets_the_default_scopes_and_a_token_for_
     answer = client.post("/o/authorize/", {**fields, "allow": "Authorize"})
     callback = parse_qs(urlsplit(answer["Location"]).query)
     assert callback["state"] == ["s1"] and callback["iss"] == ["http://testserver"]
-    token = client.post(
+    return client_id, callback["code"][0]
+
+
+VERIFIER = "v" * 64
+
+
+def _exchange(client, client_id: str, code: str):
+    return client.post(
         "/o/token/",
         {
             "grant_type": "authorization_code",
-            "code": callback["code"][0],
+            "code": code,
             "client_id": client_id,
             "redirect_uri": PUBLIC["redirect_uris"][0],
-            "code_verifier": verifier,
+            "code_verifier": VERIFIER,
             "resource": "http://testserver/mcp-oauth",
         },
-    ).json()
-    assert set(token["scope"].split()) == {"mcp", "notes:write"}  # DEFAULT_SCOPES: every scope of the block
-    assert "offline_access" not in token["scope"]
+    )
+
+
+def test_an_authorization_without_scope_gets_the_base_scope_and_a_token_for_the_endpoint(client):
+    """ChatGPT sends no ``scope`` when it reconnects: the grant falls back to the endpoint's base scope; a
+    tool's extra scope (``notes:write``) comes by step-up, never unasked."""
+    user = User.objects.create_user("dora", password="pw")
+    client_id, code = _authorized(client, user)
+    token = _exchange(client, client_id, code).json()
+    assert token["scope"] == "mcp"  # DEFAULT_SCOPES: the base scope (was every scope of the block)
     from oauth2_provider.models import AccessToken
 
     assert AccessToken.objects.get(user=user).resource == [
         "http://testserver/mcp-oauth"
     ]  # the audience it was asked for
+
+
+def test_a_code_used_twice_is_refused_and_revokes_the_tokens_of_its_first_use(client):
+    """RFC 6749 §4.1.2; tokens obtained since by refreshing them are of the same family and go too."""
+    from oauth2_provider.models import AccessToken, RefreshToken
+
+    user = User.objects.create_user("eve", password="pw")
+    client_id, code = _authorized(client, user, scope="mcp notes:write")
+    first = _exchange(client, client_id, code).json()
+    refreshed = client.post(
+        "/o/token/", {"grant_type": "refresh_token", "refresh_token": first["refresh_token"], "client_id": client_id}
+    ).json()
+    assert refreshed["access_token"]
+    again = _exchange(client, client_id, code)
+    assert (again.status_code, again.json()["error"]) == (400, "invalid_grant")
+    assert not AccessToken.objects.filter(user=user).exists()  # (the registration's own token stays)
+    assert not RefreshToken.objects.filter(user=user, revoked__isnull=True).exists()
+
+
+def test_a_code_never_issued_revokes_nothing(client):
+    from oauth2_provider.models import AccessToken
+
+    user = User.objects.create_user("fay", password="pw")
+    client_id, code = _authorized(client, user)
+    assert _exchange(client, client_id, code).status_code == 200
+    assert _exchange(client, client_id, "forged-" + code).json()["error"] == "invalid_grant"
+    assert AccessToken.objects.filter(user=user).count() == 1
+
+
+def test_losing_the_race_to_exchange_a_code_revokes_both_token_sets():
+    """Two exchanges of one code at once: the one that finds the code gone revokes the family."""
+    from oauth2_provider.models import RefreshToken
+    from oauthlib.common import Request
+    from oauthlib.oauth2 import InvalidGrantError
+
+    from django_mcp.auth.validator import McpOAuth2Validator, code_family
+
+    app = Application.objects.create(client_id="c", client_type="public", authorization_grant_type="authorization-code")
+    family = code_family("c", "the-code")
+    gus = User.objects.create_user("gus")
+    live = RefreshToken.objects.create(user=gus, application=app, token="r1", token_family=family)
+    request = Request("http://testserver/o/token/")
+    request.client = app
+    with pytest.raises(InvalidGrantError):
+        McpOAuth2Validator().invalidate_authorization_code("c", "the-code", request)
+    live.refresh_from_db()
+    assert live.revoked is not None
 
 
 def test_malformed_registration_metadata_is_refused_not_a_500(client):
@@ -231,3 +293,39 @@ def test_the_sign_in_page_opened_directly_comes_back_to_say_who_is_signed_in(cli
     assert (signed_in.status_code, signed_in["Location"]) == (302, "/o/login/")  # was /accounts/profile/, a 404
     again = client.get("/o/login/")
     assert "You are signed in as <strong>ada</strong>" in again.content.decode()
+
+
+def _registered(client, age_days: float) -> Application:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    client_id = client.post("/o/register/", json.dumps(PUBLIC), content_type="application/json").json()["client_id"]
+    Application.objects.filter(client_id=client_id).update(created=timezone.now() - timedelta(days=age_days))
+    return Application.objects.get(client_id=client_id)
+
+
+def test_stale_anonymous_registrations_are_cleared_and_used_ones_kept(client):
+    from oauth2_provider.models import AccessToken
+
+    stale, fresh, used = _registered(client, 8), _registered(client, 1), _registered(client, 30)
+    AccessToken.objects.create(
+        user=User.objects.create_user("hal"), application=used, token="t-used", expires=used.created
+    )
+    made_here = Application.objects.create(
+        name="desk", client_type="public", authorization_grant_type="authorization-code"
+    )
+    Application.objects.filter(pk=made_here.pk).update(created=used.created)
+    out = StringIO()
+    call_command("mcp_clear_registrations", stdout=out)  # OAUTH_REGISTRATION_RETENTION_DAYS: 7
+    assert out.getvalue().strip() == "Deleted 1 stale client registration(s)."
+    assert set(Application.objects.values_list("pk", flat=True)) == {fresh.pk, used.pk, made_here.pk}
+    assert not Application.objects.filter(pk=stale.pk).exists()
+    assert AccessToken.objects.filter(application_id=stale.pk).count() == 0  # its registration token went too
+    call_command("mcp_clear_registrations", "--days", "0", stdout=out)
+    assert set(Application.objects.values_list("pk", flat=True)) == {used.pk, made_here.pk}
+
+
+def test_clearing_registrations_refuses_a_negative_age():
+    with pytest.raises(CommandError, match="0 or more"):
+        call_command("mcp_clear_registrations", "--days", "-1")

@@ -118,7 +118,11 @@ def test_metadata_health_and_sign_in_answer_anonymous_clients(field: str, path: 
 
 
 def test_the_consent_page_sends_a_stranger_to_the_sign_in_page(field: str) -> None:
-    response = httpx.get(field + "/o/authorize/", params={"client_id": "x", "response_type": "code"}, timeout=10)
+    redirect = "http://127.0.0.1:5555/callback"
+    body = {"redirect_uris": [redirect], "token_endpoint_auth_method": "none"}
+    client_id = httpx.post(field + "/o/register/", json=body, timeout=10).json()["client_id"]
+    query = {"client_id": client_id, "response_type": "code", "redirect_uri": redirect, "code_challenge": "c" * 43}
+    response = httpx.get(field + "/o/authorize/", params={**query, "code_challenge_method": "S256"}, timeout=10)
     assert response.status_code == 302
     assert response.headers["Location"].startswith("/o/login/?next=")
 

@@ -112,7 +112,11 @@ def test_login_required_middleware_lets_clients_register() -> None:
 
 @pytest.mark.usefixtures("login_required")
 def test_the_consent_page_still_sends_a_stranger_to_the_sign_in_page_of_django_mcp() -> None:
-    response = Client().get("/o/authorize/", {"client_id": "x", "response_type": "code"})
+    redirect = "http://127.0.0.1:5555/callback"
+    body = {"redirect_uris": [redirect], "token_endpoint_auth_method": "none"}
+    client_id = Client().post("/o/register/", body, content_type="application/json").json()["client_id"]
+    query = {"client_id": client_id, "response_type": "code", "redirect_uri": redirect}
+    response = Client().get("/o/authorize/", {**query, "code_challenge": "c" * 43, "code_challenge_method": "S256"})
     assert response.status_code == 302
     assert response.headers["Location"].startswith("/o/login/?next=/o/authorize/")
 
