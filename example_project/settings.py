@@ -146,12 +146,16 @@ DJANGO_MCP = {
 # DJANGO_MCP_OAUTH=1: this project is the endpoint's authorization server (django-oauth-toolkit, the
 # `oauth` extra) and /mcp takes bearer tokens only. Sign in as a user of this site, e.g. one made with
 # `DJANGO_SUPERUSER_PASSWORD=demo python manage.py createsuperuser --noinput --username demo --email demo@example.com`.
+SILENCED_SYSTEM_CHECKS: list[str] = []  # each with its reason beside it
 OAUTH = os.environ.get("DJANGO_MCP_OAUTH") == "1"
 if OAUTH:
     from django_mcp.auth import authorization_server_settings
 
     INSTALLED_APPS.insert(INSTALLED_APPS.index("django_mcp"), "oauth2_provider")
     OAUTH2_PROVIDER = authorization_server_settings()
+    # Plain-http redirect URIs: django-mcp takes them to loopback only, a native client's callback
+    # (RFC 8252 §7.3); django_mcp.W020 warns if that stops being so.
+    SILENCED_SYSTEM_CHECKS += ["oauth2_provider.W008"]
     DJANGO_MCP["AUTH"] = "django_mcp.auth.BearerAuth"
     if not DEBUG:
         DJANGO_MCP["OAUTH_RESOURCE_URL"] = os.environ.get("DJANGO_MCP_RESOURCE_URL", "https://localhost/mcp")
@@ -192,7 +196,7 @@ X_FRAME_OPTIONS = "DENY"
 
 if DEBUG:
     # What the demo keeps on purpose; each comes back when DJANGO_DEBUG=0 unless fixed by then.
-    SILENCED_SYSTEM_CHECKS = [
+    SILENCED_SYSTEM_CHECKS += [
         "security.W018",  # DEBUG is on: tracebacks for the demo's only user, you (DJANGO_DEBUG=0 turns it off)
         "security.W009",  # a public, fixed SECRET_KEY: set DJANGO_SECRET_KEY to anything long and random
         "security.W008",  # no redirect to HTTPS: the demo serves plain http://127.0.0.1:8000
