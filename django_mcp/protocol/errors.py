@@ -30,6 +30,10 @@ _HTTP_STATUS_BY_CODE = {
 }
 
 
+RETRY_AFTER_SECONDS = 2
+"""What a 503 answers in ``Retry-After`` unless its raiser says otherwise."""
+
+
 class McpJsonRpcError(Exception):
     """A JSON-RPC error to send to the client instead of a result.
 
@@ -55,6 +59,10 @@ class McpJsonRpcError(Exception):
         self.data = data
         self.http_status = http_status if http_status is not None else _HTTP_STATUS_BY_CODE.get(code, 200)
         self.headers = dict(headers) if headers else None
+        if self.http_status == 503 and not any(name.lower() == "retry-after" for name in self.headers or ()):
+            # A service this request needs is down (a database, a cache, a worker shutting down): say when
+            # to try again (RFC 9110 §10.2.3), as clients and proxies back off by it.
+            self.headers = {**(self.headers or {}), "Retry-After": str(RETRY_AFTER_SECONDS)}
 
     def to_error(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` member."""

@@ -139,7 +139,8 @@ async def _aoutcome(request: McpRequest, serve: Coroutine[Any, Any, Served]) -> 
     except asyncio.CancelledError:
         raise
     except (OperationalError, InterfaceError) as exc:
-        return error_response(request.id, database_unavailable(exc, request.method)), 503, None
+        unavailable = database_unavailable(exc, request.method)
+        return error_response(request.id, unavailable), unavailable.http_status, unavailable.headers
     except Exception:
         logger.exception("Internal error serving %s", request.method)
         return error_response(request.id, McpJsonRpcError(INTERNAL_ERROR, "Internal error")), 200, None

@@ -13,12 +13,10 @@ which takes database settings and extra ``DJANGO_MCP`` keys from the environment
 from __future__ import annotations
 
 import asyncio
-import glob
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -29,10 +27,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.live.servers import ROOT, Daphne, Redis, free_port, terminate
+from tests.live.postgres import PG_BIN, PrivatePostgres
+from tests.live.servers import ROOT, Daphne, Redis
 from tests.wire import headers_for, initialize_body, request_body
-
-PG_BIN = next(iter(sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)), "")
 
 pytestmark = [
     pytest.mark.live,
@@ -62,76 +59,6 @@ from tests.settings import *  # noqa: F403
 DATABASES["default"].update(json.loads(os.environ.get("OUTAGE_DATABASE", "{}")))  # noqa: F405
 DJANGO_MCP = {**DJANGO_MCP, **json.loads(os.environ.get("OUTAGE_DJANGO_MCP", "{}"))}  # noqa: F405
 """
-
-
-class PrivatePostgres:
-    """A PostgreSQL cluster of our own in ``root``; as root, it runs as the ``postgres`` user."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.data = root / "pgdata"
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.as_user = {"user": "postgres", "group": "postgres"} if os.geteuid() == 0 else {}
-
-    def init(self) -> None:
-        self.data.mkdir()
-        if self.as_user:
-            shutil.chown(self.root, "postgres", "postgres")
-            shutil.chown(self.data, "postgres", "postgres")
-        subprocess.run(
-            [f"{PG_BIN}/initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
-            check=True,
-            capture_output=True,
-            timeout=120,
-            **self.as_user,  # type: ignore[call-overload]
-        )
-
-    def start(self) -> None:
-        log = (self.root / "postgres.log").open("ab")
-        self.proc = subprocess.Popen(
-            [
-                f"{PG_BIN}/postgres",
-                "-D",
-                str(self.data),
-                "-p",
-                str(self.port),
-                "-k",
-                str(self.root),
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                "fsync=off",
-                "-c",
-                "max_connections=60",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            **self.as_user,  # type: ignore[call-overload]
-        )
-        log.close()
-        deadline = time.monotonic() + 30
-        while not self.accepts():
-            assert self.proc.poll() is None, (self.root / "postgres.log").read_text()[-2000:]
-            assert time.monotonic() < deadline, "postgres did not start"
-            time.sleep(0.05)
-
-    def accepts(self) -> bool:
-        import psycopg
-
-        try:
-            psycopg.connect(
-                host="127.0.0.1", port=self.port, user="postgres", dbname="postgres", connect_timeout=1
-            ).close()
-            return True
-        except psycopg.OperationalError:
-            return False
-
-    def stop(self) -> None:
-        """Fast shutdown (SIGINT) of our postmaster, by PID."""
-        if self.proc is not None:
-            terminate(self.proc, signal.SIGINT, timeout=30)
-        self.proc = None
 
 
 @pytest.fixture(scope="module")

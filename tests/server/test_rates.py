@@ -140,5 +140,5 @@ async def test_a_cache_that_cannot_count_answers_503(async_client):
         mock.patch("django.core.cache.backends.redis.RedisCache.add", side_effect=ConnectionError),
     ):
         response = await send(async_client, token)
-    assert response.status_code == 503
+    assert response.status_code == 503 and response["Retry-After"] == "2"
     assert json.loads(response.content)["error"]["message"] == "Rate limits cannot be counted now: try again shortly"

@@ -93,7 +93,7 @@ async def test_a_database_outage_logs_a_bounded_number_of_lines(async_client, ca
             path="/mcp-bearer/",
             headers={"Authorization": "Bearer db-down"},
         )
-        assert response.status_code == 503
+        assert response.status_code == 503 and response["Retry-After"] == "2"  # when to try again
         error = json.loads(response.content)["error"]
         assert error == {"code": -32603, "message": "Database unavailable: try again shortly"}
     lines = [r for r in caplog.records if r.name == "django_mcp" and "Database unavailable" in r.getMessage()]

@@ -39,7 +39,7 @@ def store_down(settings):
 
 def assert_503(response) -> dict:
     assert response.status_code == 503, response.content
-    assert response["Content-Type"].startswith("application/json")
+    assert response["Content-Type"].startswith("application/json") and response["Retry-After"] == "2"
     error = json.loads(response.content)["error"]
     assert error["code"] == -32603 and "session store" in error["message"]
     return error

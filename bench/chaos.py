@@ -1,0 +1,263 @@
+"""Chaos: the production shape under random faults, with a ledger proving nothing acknowledged is lost.
+
+    python bench/chaos.py --minutes 15 --seed 7 --out bench/results/chaos.md
+
+Starts its own PostgreSQL primary with a synchronous standby, Redis, web workers (daphne and uvicorn) and
+the worker fleet (bench/chaos_cluster.py); clients, each its own principal, create tasks whose outcome they
+know from their arguments (in the web process, asking mid-flight, on the fleet), poll them to the end and
+call plain tools. Faults are drawn from a seeded generator: SIGKILL of a web or fleet worker (brought back
+as a supervisor would), Redis restarted, PostgreSQL stopped 5-40 s, and failover (the primary killed, the
+standby promoted, the old node rebuilt as the new standby). After the last fault and a recovery period,
+every task in the ledger is judged (bench/chaos_ledger.py): completed right, failed because its owner was
+killed, lost, rewritten, stuck; and every 5xx outside a fault window, or inside one without being a 503
+with Retry-After, is counted. The same seed replays the same draws.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.chaos_cluster import LEASE_SECONDS, Cluster  # noqa: E402
+from bench.chaos_ledger import TERMINAL, Entry, Fault, Ledger  # noqa: E402
+from tests.wire import headers_for, request_body  # noqa: E402
+
+CAPS = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
+FAULTS = ("kill-web", "kill-fleet", "redis-restart", "postgres-stop", "failover")
+LONGEST_BODY = 4.0
+
+
+class Client:
+    """One principal's calls, to any live web worker, with every answer booked."""
+
+    def __init__(self, name: str, cluster: Cluster, ledger: Ledger, rng: random.Random) -> None:
+        self.name, self.cluster, self.ledger, self.rng = name, cluster, ledger, rng
+        self.http = httpx.AsyncClient(timeout=30)
+
+    async def rpc(self, method: str, params: dict[str, Any], worker: Any = None) -> tuple[Any, dict[str, Any] | None]:
+        """(the worker that answered, the JSON-RPC reply or None if it did not answer in JSON)."""
+        worker = worker or self.rng.choice(self.cluster.webs)
+        body = request_body(method, params, capabilities=CAPS)
+        headers = {**headers_for(body), "X-Tenant": self.name}
+        try:
+            response = await self.http.post(worker.url, content=json.dumps(body), headers=headers)
+        except httpx.HTTPError:
+            return worker, None  # killed or restarting: not an answer
+        self.ledger.answered(response.status_code, "retry-after" in response.headers)
+        try:
+            return worker, response.json()
+        except ValueError:
+            return worker, None
+
+    async def run(self, until: float) -> None:
+        while time.monotonic() < until:
+            draw = self.rng.random()
+            if draw < 0.2:
+                await self.plain()
+            else:
+                tool = "work" if draw < 0.55 else "ask" if draw < 0.75 else "fleet"
+                await self.task(tool)
+
+    async def plain(self) -> None:
+        a, b = self.rng.randrange(1000), self.rng.randrange(1000)
+        _, reply = await self.rpc("tools/call", {"name": "add", "arguments": {"a": a, "b": b}})
+        result = (reply or {}).get("result")
+        if result is None:
+            self.ledger.plain_calls["not answered"] += 1
+        elif result.get("content", [{}])[0].get("text") == str(a + b):
+            self.ledger.plain_calls["right"] += 1
+        else:
+            self.ledger.plain_calls["wrong"] += 1
+
+    async def task(self, tool: str) -> None:
+        key = f"{self.name}-{self.rng.randrange(10**9)}"
+        seconds = round(self.rng.uniform(0.5, LONGEST_BODY), 2)
+        expected = {"work": f"work:{key}", "ask": f"ask:{key}:w-{key}", "fleet": f"fleet:{key}"}[tool]
+        worker, reply = await self.rpc("tools/call", {"name": tool, "arguments": {"key": key, "seconds": seconds}})
+        task = (reply or {}).get("result") or {}
+        if "taskId" not in task:
+            await asyncio.sleep(0.2)  # refused or not answered: nothing was acknowledged
+            return
+        owner = "fleet" if tool == "fleet" else worker.name
+        entry = Entry(task["taskId"], tool, expected, time.monotonic(), owner, self.name)
+        self.ledger.entries[entry.task_id] = entry
+        await self.follow(entry, key)
+
+    async def follow(self, entry: Entry, key: str) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            _, reply = await self.rpc("tasks/get", {"taskId": entry.task_id})
+            task = (reply or {}).get("result")
+            if task is None:
+                await asyncio.sleep(0.5)
+                continue
+            entry.seen.append(task["status"])
+            if task["status"] in TERMINAL:
+                entry.first_terminal, entry.ended_at = task, time.monotonic()
+                return
+            if task["status"] == "input_required":
+                answers = {
+                    name: {"action": "accept", "content": {"word": f"w-{key}"}}
+                    for name in task.get("inputRequests", {})
+                }
+                await self.rpc("tasks/update", {"taskId": entry.task_id, "inputResponses": answers})
+            await asyncio.sleep(0.3)
+
+
+async def inject(
+    cluster: Cluster, ledger: Ledger, rng: random.Random, until: float, mean_gap: float, kinds: tuple[str, ...]
+) -> None:
+    """Draw a fault of ``kinds`` about every ``mean_gap`` seconds until ``until``; each is over before the next."""
+    while True:
+        await asyncio.sleep(rng.uniform(mean_gap / 2, mean_gap * 1.5))
+        if time.monotonic() >= until:
+            return
+        kind = rng.choice(kinds)
+        fault = Fault(kind, time.monotonic())
+        ledger.faults.append(fault)
+        if kind == "kill-web":
+            victim = rng.choice(cluster.webs)
+            fault.detail = victim.name
+            victim.kill()
+            await asyncio.sleep(rng.uniform(1, 3))
+            await asyncio.to_thread(victim.start)
+        elif kind == "kill-fleet":
+            victim = rng.choice(cluster.fleet)
+            fault.detail = victim.name
+            victim.kill()
+            await asyncio.sleep(rng.uniform(1, 3))
+            await asyncio.to_thread(victim.start)
+        elif kind == "redis-restart":
+            await asyncio.to_thread(cluster.redis.stop)
+            await asyncio.sleep(rng.uniform(1, 5))
+            await asyncio.to_thread(cluster.redis.start)
+        elif kind == "postgres-stop":
+            down = rng.uniform(5, 40)
+            fault.detail = f"{down:.0f} s"
+            node = cluster.nodes[cluster.primary]
+            await asyncio.to_thread(node.stop)
+            await asyncio.sleep(down)
+            await asyncio.to_thread(node.start)
+            await asyncio.to_thread(cluster.wait_synchronous)
+        else:
+            await asyncio.to_thread(cluster.fail_over)
+            fault.detail = f"primary now {cluster.nodes[cluster.primary].data.name}"
+        fault.end = time.monotonic()
+        print(f"[{fault.start - ledger.started:7.1f}s] {kind} {fault.detail} ({fault.end - fault.start:.1f} s)")
+
+
+async def final_states(cluster: Cluster, ledger: Ledger) -> dict[str, dict[str, Any] | None]:
+    """Each task's state as its owner reads it now (None: not found)."""
+    judge = Client("judge", cluster, Ledger(), random.Random(0))
+    finals: dict[str, dict[str, Any] | None] = {}
+    for task_id, entry in ledger.entries.items():
+        judge.name = entry.principal
+        for _ in range(20):
+            _, reply = await judge.rpc("tasks/get", {"taskId": task_id})
+            if reply is None:
+                await asyncio.sleep(0.5)
+                continue
+            finals[task_id] = reply.get("result")  # an error reply: not found, lost
+            break
+    await judge.http.aclose()
+    return finals
+
+
+async def campaign(cluster: Cluster, options: argparse.Namespace) -> dict[str, Any]:
+    minutes, clients, mean_gap, seed = options.minutes, options.clients, options.mean_gap, options.seed
+    rng = random.Random(seed)
+    ledger = Ledger()
+    until = time.monotonic() + minutes * 60
+    people = [Client(f"p{i}", cluster, ledger, random.Random(rng.random())) for i in range(clients)]
+    kinds = tuple(options.faults.split(","))
+    faults = asyncio.create_task(inject(cluster, ledger, random.Random(rng.random()), until, mean_gap, kinds))
+    await asyncio.gather(*(person.run(until) for person in people), faults)
+    for person in people:
+        await person.http.aclose()
+    await asyncio.sleep(2 * LEASE_SECONDS + LONGEST_BODY)  # recovery: two leases and the longest body
+    report = ledger.judge(await final_states(cluster, ledger))
+    report["faults"] = [
+        {
+            "kind": f.kind,
+            "at_s": round(f.start - ledger.started, 1),
+            "lasted_s": round(f.end - f.start, 1),
+            "detail": f.detail,
+        }
+        for f in ledger.faults
+    ]
+    return report
+
+
+def markdown(report: dict[str, Any], options: argparse.Namespace) -> str:
+    lines = [
+        "# Chaos run",
+        "",
+        f"`python bench/chaos.py --minutes {options.minutes} --seed {options.seed} --clients {options.clients}"
+        f" --mean-gap {options.mean_gap} --faults {options.faults}`: {options.web} web workers (daphne and uvicorn),"
+        f" {options.fleet} fleet worker(s) (`mcp_db_worker`), PostgreSQL with a synchronous standby, Redis.",
+        "",
+        "| verdict | tasks |",
+        "| --- | --- |",
+        *(f"| {verdict} | {count} |" for verdict, count in sorted(report["verdicts"].items())),
+        f"| **acknowledged** | **{report['tasks']}** |",
+        "",
+        f"Answers: {report['answers']}; 5xx outside fault windows: {report['5xx outside faults']}; inside them,"
+        f" 503 with Retry-After: {report['503 inside faults']}, anything else:"
+        f" {report['5xx inside faults other than 503 with Retry-After']}. Plain calls: {report['plain calls']}.",
+        "",
+        "| fault | at (s) | lasted (s) | detail |",
+        "| --- | --- | --- | --- |",
+        *(f"| {f['kind']} | {f['at_s']} | {f['lasted_s']} | {f['detail']} |" for f in report["faults"]),
+    ]
+    if any(v for k, v in report["examples"].items()):
+        lines += ["", "Examples:", "", *(f"- {k}: {e}" for k, es in report["examples"].items() for e in es)]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=15)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--mean-gap", type=float, default=90, help="Mean seconds between faults.")
+    parser.add_argument("--web", type=int, default=3)
+    parser.add_argument("--fleet", type=int, default=1)
+    parser.add_argument("--faults", default=",".join(FAULTS), help=f"Which to draw from (default: {','.join(FAULTS)}).")
+    parser.add_argument("--out", type=Path, help="Write the report as Markdown here.")
+    options = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="django-mcp-chaos-"))
+    cluster = Cluster(root, web=options.web, fleet=options.fleet)
+    try:
+        cluster.start()
+        report = asyncio.run(campaign(cluster, options))
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    print(json.dumps(report, indent=2))
+    if options.out:
+        options.out.write_text(markdown(report, options))
+    bad = sum(
+        count
+        for verdict, count in report["verdicts"].items()
+        if verdict not in ("completed right", "failed: its owner was killed")
+    )
+    sys.exit(
+        1 if bad or report["5xx outside faults"] or report["5xx inside faults other than 503 with Retry-After"] else 0
+    )
+
+
+if __name__ == "__main__":
+    main()

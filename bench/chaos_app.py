@@ -1,0 +1,65 @@
+"""The chaos harness's server: tools whose outcome a client knows from its arguments, in the web process or
+on the worker fleet, mounted beside the test project's URLs (``ROOT_URLCONF = "bench.chaos_app"``)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from django.urls import path
+
+from django_mcp import McpRequest, McpServer, ToolRegistry, elicit
+from django_mcp.tasks import McpTasks, TaskRequest, current_task
+from tests.urls import urlpatterns as test_urlpatterns
+
+chaos_tools = ToolRegistry(name="chaos")
+FORM = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
+
+
+@chaos_tools.register
+def add(request: McpRequest, a: int, b: int) -> int:
+    """A plain call: no task, no database."""
+    return a + b
+
+
+@chaos_tools.register(task_support="required")
+async def work(request: TaskRequest, key: str, seconds: float = 2, steps: int = 4) -> str:
+    """Runs in the web process that took the call, reporting progress."""
+    task = current_task(request)
+    assert task is not None
+    for step in range(1, steps + 1):
+        await asyncio.sleep(seconds / steps)
+        await task.aupdate(f"step {step} of {steps}")
+    return f"work:{key}"
+
+
+@chaos_tools.register(task_support="required")
+async def ask(request: TaskRequest, key: str, seconds: float = 1) -> str:
+    """Asks the client mid-flight (the task waits in input_required), then finishes."""
+    await asyncio.sleep(seconds / 2)
+    answers = await request.aask({"word": elicit(f"The word for {key}?", FORM)})
+    word = (answers["word"].content or {}).get("word")
+    await asyncio.sleep(seconds / 2)
+    return f"ask:{key}:{word}"
+
+
+@chaos_tools.register(task_support="required", task_backend="fleet")
+async def fleet(request: TaskRequest, key: str, seconds: float = 2) -> str:
+    """Runs on a worker of the fleet (``mcp_db_worker``)."""
+    await asyncio.sleep(seconds)
+    return f"fleet:{key}"
+
+
+def _principal(http: Any) -> str:
+    return str(http.headers.get("x-tenant", "anon"))
+
+
+chaos_server = McpServer(
+    tools=chaos_tools,
+    extension_plugins=[
+        McpTasks(bind=_principal, task_queue="mcp", max_tasks_per_owner=None, poll_interval_seconds=0.5)
+    ],
+    urls_namespace="mcp_chaos",
+)
+
+urlpatterns = [*test_urlpatterns, path("mcp-chaos", chaos_server.urls)]
