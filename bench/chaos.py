@@ -38,6 +38,8 @@ from tests.wire import headers_for, request_body  # noqa: E402
 CAPS = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
 FAULTS = ("kill-web", "kill-fleet", "redis-restart", "postgres-stop", "failover")
 LONGEST_BODY = 4.0
+FLEET_TOOLS = {"fleet": "db_worker", "fleet_rq": "rq", "fleet_celery": "celery"}
+"""Each fleet tool, and the worker process whose name starts so."""
 
 
 class Client:
@@ -68,7 +70,7 @@ class Client:
             if draw < 0.2:
                 await self.plain()
             else:
-                tool = "work" if draw < 0.55 else "ask" if draw < 0.75 else "fleet"
+                tool = "work" if draw < 0.5 else "ask" if draw < 0.7 else self.rng.choice(list(FLEET_TOOLS))
                 await self.task(tool)
 
     async def plain(self) -> None:
@@ -85,13 +87,13 @@ class Client:
     async def task(self, tool: str) -> None:
         key = f"{self.name}-{self.rng.randrange(10**9)}"
         seconds = round(self.rng.uniform(0.5, LONGEST_BODY), 2)
-        expected = {"work": f"work:{key}", "ask": f"ask:{key}:w-{key}", "fleet": f"fleet:{key}"}[tool]
+        expected = f"ask:{key}:w-{key}" if tool == "ask" else f"{tool}:{key}"
         worker, reply = await self.rpc("tools/call", {"name": tool, "arguments": {"key": key, "seconds": seconds}})
         task = (reply or {}).get("result") or {}
         if "taskId" not in task:
             await asyncio.sleep(0.2)  # refused or not answered: nothing was acknowledged
             return
-        owner = "fleet" if tool == "fleet" else worker.name
+        owner = FLEET_TOOLS.get(tool, worker.name)
         entry = Entry(task["taskId"], tool, expected, time.monotonic(), owner, self.name)
         self.ledger.entries[entry.task_id] = entry
         await self.follow(entry, key)
@@ -120,12 +122,16 @@ class Client:
 async def inject(
     cluster: Cluster, ledger: Ledger, rng: random.Random, until: float, mean_gap: float, kinds: tuple[str, ...]
 ) -> None:
-    """Draw a fault of ``kinds`` about every ``mean_gap`` seconds until ``until``; each is over before the next."""
+    """Draw a fault of ``kinds`` about every ``mean_gap`` seconds until ``until``; each is over before the next.
+    Drawn from a shuffled bag of every kind, refilled when empty: a run long enough meets each kind."""
+    bag: list[str] = []
     while True:
         await asyncio.sleep(rng.uniform(mean_gap / 2, mean_gap * 1.5))
         if time.monotonic() >= until:
             return
-        kind = rng.choice(kinds)
+        if not bag:
+            bag = rng.sample(kinds, len(kinds))
+        kind = bag.pop()
         fault = Fault(kind, time.monotonic())
         ledger.faults.append(fault)
         if kind == "kill-web":
@@ -141,9 +147,11 @@ async def inject(
             await asyncio.sleep(rng.uniform(1, 3))
             await asyncio.to_thread(victim.start)
         elif kind == "redis-restart":
-            await asyncio.to_thread(cluster.redis.stop)
+            redis = rng.choice([cluster.redis, cluster.rq_redis])
+            fault.detail = "RQ's" if redis is cluster.rq_redis else "channel layer and cache"
+            await asyncio.to_thread(redis.stop)
             await asyncio.sleep(rng.uniform(1, 5))
-            await asyncio.to_thread(cluster.redis.start)
+            await asyncio.to_thread(redis.start)
         elif kind == "postgres-stop":
             down = rng.uniform(5, 40)
             fault.detail = f"{down:.0f} s"
@@ -151,7 +159,7 @@ async def inject(
             await asyncio.to_thread(node.stop)
             await asyncio.sleep(down)
             await asyncio.to_thread(node.start)
-            await asyncio.to_thread(cluster.wait_synchronous)
+            await asyncio.to_thread(cluster.wait_standby)
         else:
             await asyncio.to_thread(cluster.fail_over)
             fault.detail = f"primary now {cluster.nodes[cluster.primary].data.name}"
@@ -189,6 +197,8 @@ async def campaign(cluster: Cluster, options: argparse.Namespace) -> dict[str, A
         await person.http.aclose()
     await asyncio.sleep(2 * LEASE_SECONDS + LONGEST_BODY)  # recovery: two leases and the longest body
     report = ledger.judge(await final_states(cluster, ledger))
+    # A worker that exited on its own strands its queue: nothing here restarts one that was not killed.
+    report["exited on their own"] = {p.name: p.output()[-1500:] for p in [*cluster.webs, *cluster.fleet] if p.exited()}
     report["faults"] = [
         {
             "kind": f.kind,
@@ -202,12 +212,16 @@ async def campaign(cluster: Cluster, options: argparse.Namespace) -> dict[str, A
 
 
 def markdown(report: dict[str, Any], options: argparse.Namespace) -> str:
+    command = (
+        f"python bench/chaos.py --minutes {options.minutes} --seed {options.seed} --clients {options.clients}"
+        f" --mean-gap {options.mean_gap} --faults {options.faults} --standby {options.standby}"
+    )
+    standby = "synchronous" if options.standby == "sync" else "asynchronous"
     lines = [
         "# Chaos run",
         "",
-        f"`python bench/chaos.py --minutes {options.minutes} --seed {options.seed} --clients {options.clients}"
-        f" --mean-gap {options.mean_gap} --faults {options.faults}`: {options.web} web workers (daphne and uvicorn),"
-        f" {options.fleet} fleet worker(s) (`mcp_db_worker`), PostgreSQL with a synchronous standby, Redis.",
+        f"`{command}`: {options.web} web workers (daphne and uvicorn), {options.fleet} fleet worker(s)"
+        f" (`mcp_db_worker`), PostgreSQL with a{'n' if standby[0] == 'a' else ''} {standby} standby, Redis.",
         "",
         "| verdict | tasks |",
         "| --- | --- |",
@@ -236,10 +250,11 @@ def main() -> None:
     parser.add_argument("--web", type=int, default=3)
     parser.add_argument("--fleet", type=int, default=1)
     parser.add_argument("--faults", default=",".join(FAULTS), help=f"Which to draw from (default: {','.join(FAULTS)}).")
+    parser.add_argument("--standby", choices=["sync", "async"], default="sync", help="The standby's replication.")
     parser.add_argument("--out", type=Path, help="Write the report as Markdown here.")
     options = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="django-mcp-chaos-"))
-    cluster = Cluster(root, web=options.web, fleet=options.fleet)
+    cluster = Cluster(root, web=options.web, fleet=options.fleet, synchronous=options.standby == "sync")
     try:
         cluster.start()
         report = asyncio.run(campaign(cluster, options))

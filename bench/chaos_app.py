@@ -43,11 +43,19 @@ async def ask(request: TaskRequest, key: str, seconds: float = 1) -> str:
     return f"ask:{key}:{word}"
 
 
-@chaos_tools.register(task_support="required", task_backend="fleet")
-async def fleet(request: TaskRequest, key: str, seconds: float = 2) -> str:
-    """Runs on a worker of the fleet (``mcp_db_worker``)."""
-    await asyncio.sleep(seconds)
-    return f"fleet:{key}"
+def _on_a_worker(name: str) -> Any:
+    async def body(request: TaskRequest, key: str, seconds: float = 2) -> str:
+        """Runs on a worker of the fleet."""
+        await asyncio.sleep(seconds)
+        return f"{name}:{key}"
+
+    return body
+
+
+# The same body on each fleet the harness runs: django_tasks_db's workers (mcp_db_worker), RQ and Celery.
+FLEETS = {"fleet": "fleet", "fleet_rq": "rq", "fleet_celery": "celery"}
+for _name, _backend in FLEETS.items():
+    chaos_tools.register(_on_a_worker(_name), name=_name, task_support="required", task_backend=_backend)
 
 
 def _principal(http: Any) -> str:

@@ -22,7 +22,7 @@ class Entry:
     expected: str
     created_at: float
     owner: str
-    """The process that runs its body: the web worker that took the call, or "fleet"."""
+    """The process that runs its body: the web worker that took the call, or the fleet's worker kind."""
     principal: str
     """Whose task it is (only they may read it)."""
     seen: list[str] = field(default_factory=list)
@@ -58,7 +58,7 @@ class Ledger:
         end = entry.ended_at or time.monotonic()
         for fault in self.faults:
             if entry.created_at <= fault.start <= end and (
-                (fault.kind == "kill-fleet" and entry.owner == "fleet")
+                (fault.kind == "kill-fleet" and fault.detail.startswith(entry.owner))
                 or (fault.kind == "kill-web" and fault.detail == entry.owner)
             ):
                 return True

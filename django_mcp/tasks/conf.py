@@ -24,7 +24,7 @@ class TasksSettings(BaseModel):
     for reads and final writes that would otherwise take a thread hop and a pool checkout; 0: none."""
     TASK_QUEUED_TIMEOUT_SECONDS: float | None = Field(default=600.0, gt=0)
     """A task queued for a worker fleet (``task_backend``) that no worker started within this long is
-    failed ("No worker started the task"); None: never."""
+    failed ("No worker started the task within its queue timeout (600 s): is the fleet running?"); None: never."""
 
 
 get_tasks_settings = settings_section(TasksSettings)

@@ -45,7 +45,16 @@ CONTROL_TYPE = "mcp.task.control"
 
 STOPPED: dict[str, Any] = {"code": -32603, "message": "Task interrupted: its server process stopped"}
 OWNER_GONE: dict[str, Any] = {"code": -32603, "message": "Task owner stopped: its server process stopped renewing it"}
-NEVER_STARTED: dict[str, Any] = {"code": -32603, "message": "No worker started the task"}
+
+
+def never_started(timeout: float) -> dict[str, Any]:
+    """The error of a fleet task no worker started within ``TASK_QUEUED_TIMEOUT_SECONDS``."""
+    return {
+        "code": -32603,
+        "message": f"No worker started the task within its queue timeout ({timeout:g} s): is the fleet running?",
+    }
+
+
 UNSTORABLE: dict[str, Any] = {"code": -32603, "message": "Task result could not be stored"}
 
 
@@ -283,7 +292,7 @@ class TaskRunner:
                 await apublish(reaped)
         queued_timeout = get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS
         if queued_timeout is not None:
-            for stale in await self.store.afail_stale_queued(queued_timeout, NEVER_STARTED):
+            for stale in await self.store.afail_stale_queued(queued_timeout, never_started(queued_timeout)):
                 await apublish(stale)
 
     async def astop(self, grace_seconds: float = 0) -> None:

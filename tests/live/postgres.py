@@ -93,8 +93,10 @@ class PrivatePostgres:
         self.execute(f"ALTER SYSTEM SET synchronous_standby_names = '{'*' if required else ''}'")
         self.execute("SELECT pg_reload_conf()")
 
-    def synchronous_standbys(self) -> int:
-        return len(self.execute("SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync'"))
+    def standbys(self, synchronous: bool = True) -> int:
+        """How many standbys stream from this node (only those acknowledging commits, if ``synchronous``)."""
+        wanted = "sync_state = 'sync'" if synchronous else "state = 'streaming'"
+        return len(self.execute(f"SELECT 1 FROM pg_stat_replication WHERE {wanted}"))
 
     def promote(self) -> None:
         self._run([f"{PG_BIN}/pg_ctl", "promote", "-D", str(self.data), "-w", "-t", "30"])

@@ -156,15 +156,21 @@ class Daphne:
 
 
 class Redis:
-    """A private redis-server on a free loopback port (no persistence), started and stopped by PID."""
+    """A private redis-server on a free loopback port, started and stopped by PID; no persistence, or an
+    append-only file in ``persist_in`` (what a queue broker's Redis has: its jobs survive a restart)."""
 
-    def __init__(self) -> None:
+    def __init__(self, persist_in: Path | None = None) -> None:
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
+        self.persist_in = persist_in
 
     def start(self) -> None:
+        persistence = ["--appendonly", "no"]
+        if self.persist_in is not None:
+            self.persist_in.mkdir(parents=True, exist_ok=True)
+            persistence = ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.persist_in)]
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *persistence],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

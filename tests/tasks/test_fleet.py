@@ -272,7 +272,9 @@ async def test_a_task_no_worker_started_in_time_is_failed_by_the_web_maintenance
     await plugin().runner.amaintain_once(1.0)  # the default: 600 s
     task = await get(async_client, result["taskId"])
     assert task["status"] == "failed"
-    assert task["statusMessage"] == "No worker started the task"
+    assert task["statusMessage"] == (
+        "No worker started the task within its queue timeout (600 s): is the fleet running?"
+    )  # was "No worker started the task": which timeout, and what to look at
     assert (await row(fresh["taskId"])).status == "working"
     assert await fleet.arun(result["taskId"], NAMESPACE) == "not run: failed"
 
