@@ -20,6 +20,7 @@ import asyncio
 import json
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -98,7 +99,43 @@ class Client:
         self.ledger.entries[entry.task_id] = entry
         await self.follow(entry, key)
 
+    async def listen(self, entry: Entry, key: str) -> None:
+        """Follow ``entry`` on a listen stream (``notifications/tasks``) until it ends or the stream does."""
+        body = request_body(
+            "subscriptions/listen", {"notifications": {"taskIds": [entry.task_id]}}, id="listen", capabilities=CAPS
+        )
+        headers = {**headers_for(body), "X-Tenant": self.name}
+        worker = self.rng.choice(self.cluster.webs)
+        try:
+            async with self.http.stream(
+                "POST", worker.url, content=json.dumps(body), headers=headers, timeout=httpx.Timeout(10, read=60)
+            ) as response:
+                self.ledger.answered(response.status_code, "retry-after" in response.headers)
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    self.ledger.listens["refused"] += 1
+                    return
+                async for line in response.aiter_lines():
+                    status = json.loads(line[6:]).get("params", {}).get("status") if line.startswith("data: ") else None
+                    if status == "input_required":
+                        await self.answer(entry, key)
+                    if status in TERMINAL:
+                        self.ledger.listens["saw the end"] += 1
+                        return
+        except httpx.HTTPError:
+            pass
+        self.ledger.listens["ended first"] += 1  # a worker killed, Redis restarted: polling takes over
+
+    async def answer(self, entry: Entry, key: str) -> None:
+        _, reply = await self.rpc("tasks/get", {"taskId": entry.task_id})
+        task = (reply or {}).get("result") or {}
+        answer = {"action": "accept", "content": {"word": f"w-{key}"}}
+        answers = dict.fromkeys(task.get("inputRequests", {}), answer)
+        if answers:
+            await self.rpc("tasks/update", {"taskId": entry.task_id, "inputResponses": answers})
+
     async def follow(self, entry: Entry, key: str) -> None:
+        if self.rng.random() < 0.3:
+            await self.listen(entry, key)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             _, reply = await self.rpc("tasks/get", {"taskId": entry.task_id})
@@ -111,11 +148,7 @@ class Client:
                 entry.first_terminal, entry.ended_at = task, time.monotonic()
                 return
             if task["status"] == "input_required":
-                answers = {
-                    name: {"action": "accept", "content": {"word": f"w-{key}"}}
-                    for name in task.get("inputRequests", {})
-                }
-                await self.rpc("tasks/update", {"taskId": entry.task_id, "inputResponses": answers})
+                await self.answer(entry, key)
             await asyncio.sleep(0.3)
 
 
@@ -230,7 +263,8 @@ def markdown(report: dict[str, Any], options: argparse.Namespace) -> str:
         "",
         f"Answers: {report['answers']}; 5xx outside fault windows: {report['5xx outside faults']}; inside them,"
         f" 503 with Retry-After: {report['503 inside faults']}, anything else:"
-        f" {report['5xx inside faults other than 503 with Retry-After']}. Plain calls: {report['plain calls']}.",
+        f" {report['5xx inside faults other than 503 with Retry-After']}. Plain calls: {report['plain calls']}."
+        f" Listen streams: {report['listen streams']}.",
         "",
         "| fault | at (s) | lasted (s) | detail |",
         "| --- | --- | --- | --- |",
@@ -253,6 +287,7 @@ def main() -> None:
     parser.add_argument("--standby", choices=["sync", "async"], default="sync", help="The standby's replication.")
     parser.add_argument("--out", type=Path, help="Write the report as Markdown here.")
     options = parser.parse_args()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stopped: still stop every process started
     root = Path(tempfile.mkdtemp(prefix="django-mcp-chaos-"))
     cluster = Cluster(root, web=options.web, fleet=options.fleet, synchronous=options.standby == "sync")
     try:

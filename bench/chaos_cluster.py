@@ -29,7 +29,8 @@ ROOT_URLCONF = "bench.chaos_app"
 DATABASES["default"].update(json.loads(os.environ["CHAOS_DATABASE"]))  # noqa: F405
 DJANGO_MCP = {**DJANGO_MCP, **json.loads(os.environ["CHAOS_DJANGO_MCP"])}  # noqa: F405
 """
-LEASE_SECONDS = 4.0
+LEASE_SECONDS = 15.0
+"""django-mcp's default ``TASK_LEASE_SECONDS``: the run judges the lease people deploy."""
 RABBITMQ = "amqp://guest:guest@127.0.0.1:5672//"
 CELERY = ["-m", "celery", "-A", "tests.celery_app"]
 

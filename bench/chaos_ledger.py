@@ -45,6 +45,8 @@ class Ledger:
     """(when, HTTP status, Retry-After present) of every answer."""
     faults: list[Fault] = field(default_factory=list)
     plain_calls: Counter[str] = field(default_factory=Counter)
+    listens: Counter[str] = field(default_factory=Counter)
+    """Listen streams followed: to the task's end, or ended first (then polling took over)."""
     started: float = field(default_factory=time.monotonic)
 
     def answered(self, status: int, retry_after: bool) -> None:
@@ -86,6 +88,7 @@ class Ledger:
             "5xx inside faults other than 503 with Retry-After": len(inside_bad),
             "503 inside faults": sum(1 for a in self.answers if a[1] == 503 and self.in_fault(a[0])),
             "plain calls": dict(self.plain_calls),
+            "listen streams": dict(self.listens),
         }
 
 
