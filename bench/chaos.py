@@ -60,6 +60,9 @@ class Client:
         except httpx.HTTPError:
             return worker, None  # killed or restarting: not an answer
         self.ledger.answered(response.status_code, "retry-after" in response.headers)
+        if response.status_code >= 500:
+            said = f"{method}: {response.text[:160]}"
+            self.ledger.server_errors.append((time.monotonic(), response.status_code, said))
         try:
             return worker, response.json()
         except ValueError:

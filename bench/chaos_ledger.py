@@ -43,6 +43,8 @@ class Ledger:
     entries: dict[str, Entry] = field(default_factory=dict)
     answers: list[tuple[float, int, bool]] = field(default_factory=list)
     """(when, HTTP status, Retry-After present) of every answer."""
+    server_errors: list[tuple[float, int, str]] = field(default_factory=list)
+    """(when, HTTP status, what was asked and answered) of every 5xx."""
     faults: list[Fault] = field(default_factory=list)
     plain_calls: Counter[str] = field(default_factory=Counter)
     listens: Counter[str] = field(default_factory=Counter)
@@ -78,6 +80,9 @@ class Ledger:
                 final = finals.get(task_id) or {}
                 examples[verdict].append(f"{task_id} {entry.tool}: {final.get('status')} {final.get('statusMessage')}")
         outside = [a for a in self.answers if a[1] >= 500 and not self.in_fault(a[0])]
+        outside_said = Counter(
+            f"{status} {said}" for when, status, said in self.server_errors if not self.in_fault(when)
+        )
         inside_bad = [a for a in self.answers if a[1] >= 500 and self.in_fault(a[0]) and (a[1] != 503 or not a[2])]
         return {
             "tasks": len(self.entries),
@@ -85,6 +90,7 @@ class Ledger:
             "examples": examples,
             "answers": len(self.answers),
             "5xx outside faults": len(outside),
+            "5xx outside faults, what": dict(outside_said.most_common(10)),
             "5xx inside faults other than 503 with Retry-After": len(inside_bad),
             "503 inside faults": sum(1 for a in self.answers if a[1] == 503 and self.in_fault(a[0])),
             "plain calls": dict(self.plain_calls),

@@ -21,6 +21,7 @@ from django.db import close_old_connections
 from ..server.handlers import call_handler
 from .conf import get_tasks_settings
 from .models import ACTIVE, Task, TaskStatus
+from .store.errors import aretried_while_down
 from .store.operations import set_job
 
 if TYPE_CHECKING:
@@ -130,7 +131,13 @@ async def _aclaim_and_run(task_id: str, namespace: str, plugin: McpTasks, lease_
     from .publishing import apublish
 
     store, runner = plugin.store, plugin.runner
-    claimed = await store.aclaim(task_id, runner.node, lease_seconds, "Running on a worker")
+    # A broker (RQ, Celery) hands the job over once: a claim lost to a database outage would leave the task
+    # queued until its queue timeout. Wait the outage out, up to that timeout (past it the web fails the task).
+    claimed = await aretried_while_down(
+        lambda: store.aclaim(task_id, runner.node, lease_seconds, "Running on a worker"),
+        get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS,
+        f"Task {task_id}: claiming it",
+    )
     if claimed is None:
         row = await store.areload(task_id)
         if row is not None and row.status in ACTIVE and not row.node and row.cancel_requested:

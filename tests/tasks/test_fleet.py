@@ -404,3 +404,23 @@ def test_a_worker_finds_the_plugin_by_its_servers_namespace_and_refuses_an_unkno
     assert plugin.tools is fleet_server.tools  # what install() was given: the worker runs the server's tools
     with pytest.raises(LookupError, match="No McpTasks on a server named 'no-such-server'"):
         fleet.find_plugin("no-such-server")
+
+
+async def test_a_worker_waits_out_a_database_outage_before_claiming(async_client, monkeypatch):
+    """RQ and Celery hand a job over once: a claim that met an outage left the task queued until its queue
+    timeout (the chaos run found a Celery task stuck so after PostgreSQL was stopped 22 s)."""
+    from django_mcp.tasks.store.errors import StillUnreachable
+
+    result = await create(async_client, "sleeper", {"seconds": 0.05})
+    store = fleet.find_plugin(NAMESPACE).store
+    real, failures = store.aclaim, []
+
+    async def down_twice(*args: Any, **kwargs: Any) -> Any:
+        if len(failures) < 2:
+            failures.append(1)
+            raise StillUnreachable("The database was unreachable a moment ago")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(store, "aclaim", down_twice)
+    assert await fleet.arun(result["taskId"], NAMESPACE) == "completed"
+    assert len(failures) == 2
