@@ -170,17 +170,11 @@ async def inject(
         kind = bag.pop()
         fault = Fault(kind, time.monotonic())
         ledger.faults.append(fault)
-        if kind == "kill-web":
-            victim = rng.choice(cluster.webs)
+        if kind in ("kill-web", "kill-fleet"):
+            victim = rng.choice(cluster.webs if kind == "kill-web" else cluster.fleet)
             fault.detail = victim.name
             victim.kill()
-            await asyncio.sleep(rng.uniform(1, 3))
-            await asyncio.to_thread(victim.start)
-        elif kind == "kill-fleet":
-            victim = rng.choice(cluster.fleet)
-            fault.detail = victim.name
-            victim.kill()
-            await asyncio.sleep(rng.uniform(1, 3))
+            await asyncio.sleep(rng.uniform(1, 3))  # a supervisor starts it again
             await asyncio.to_thread(victim.start)
         elif kind == "redis-restart":
             redis = rng.choice([cluster.redis, cluster.rq_redis])

@@ -36,6 +36,16 @@ def register(client, name: str = "Claude", redirect: str = LOOPBACK) -> str:
     return str(response.json()["client_id"])
 
 
+def made_by_the_admins(client_id: str, redirect: str, name: str = "") -> Application:
+    return Application.objects.create(
+        name=name or client_id,
+        client_id=client_id,
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris=redirect,
+    )
+
+
 def authorize_url(client_id: str, redirect: str = LOOPBACK, **change: str | None) -> str:
     query = {
         "response_type": "code",
@@ -92,13 +102,7 @@ def test_a_client_with_a_metadata_document_is_verified_by_its_https_origin(clien
 
 
 def test_a_client_the_admins_made_says_so_and_names_its_https_destination(client, ada):
-    Application.objects.create(
-        name="Support desk",
-        client_id="desk",
-        client_type=Application.CLIENT_PUBLIC,
-        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
-        redirect_uris="https://desk.example.org/oauth/cb",
-    )
+    made_by_the_admins("desk", "https://desk.example.org/oauth/cb", "Support desk")
     client.force_login(ada)
     words = text(client.get(authorize_url("desk", "https://desk.example.org/oauth/cb")))
     assert "Registered by this site's administrators." in words
@@ -157,13 +161,7 @@ def test_an_unknown_client_is_refused_on_a_page_before_sign_in(client):
 
 
 def test_a_plain_http_redirect_to_another_host_is_refused_even_for_a_client_the_admins_made(client, ada):
-    Application.objects.create(
-        name="intranet",
-        client_id="intranet",
-        client_type=Application.CLIENT_PUBLIC,
-        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
-        redirect_uris="http://intranet.example/cb",
-    )
+    made_by_the_admins("intranet", "http://intranet.example/cb")
     client.force_login(ada)
     refused = client.get(authorize_url("intranet", "http://intranet.example/cb"))
     assert refused.status_code == 400 and "Mismatching redirect URI" in text(refused)  # never sent there

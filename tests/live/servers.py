@@ -216,3 +216,24 @@ def cluster_env(database: str, redis: Redis, lease: float, grace: float) -> dict
         "DJANGO_MCP_TEST_LEASE": str(lease),
         "DJANGO_MCP_TEST_GRACE": str(grace),
     }
+
+
+def sqlite_project(database: Path, username: str, password: str, redis_url: str = "") -> dict[str, str]:
+    """The test project (``tests.settings``) on a SQLite file of its own, migrated, with a superuser; its
+    environment, for server processes that share the file. ``redis_url``: a shared cache and channel layer."""
+    env = {
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DJANGO_MCP_DATABASE": "sqlite",
+        "DJANGO_MCP_SQLITE": str(database),
+        "DJANGO_MCP_TEST_SQLITE": str(database),
+        "REDIS_URL": redis_url,
+    }
+    migrate(env)
+    subprocess.run(
+        [sys.executable, "-m", "django", "createsuperuser", "--noinput", "--username", username, "--email", "a@x.org"],
+        cwd=ROOT,
+        env={**os.environ, **env, "DJANGO_SUPERUSER_PASSWORD": password},
+        check=True,
+        timeout=60,
+    )
+    return env

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.live.servers import ROOT, Redis, migrate, server_process
+from tests.live.servers import ROOT, Redis, server_process, sqlite_project
 from tests.wire import headers_for, request_body
 
 pytestmark = [
@@ -39,17 +39,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     redis = Redis()
     redis.start()
     database = tmp_path_factory.mktemp("revocation") / "db.sqlite3"
-    env = {
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "DJANGO_MCP_DATABASE": "sqlite",
-        "DJANGO_MCP_SQLITE": str(database),
-        "DJANGO_MCP_TEST_SQLITE": str(database),
-        "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
-    }
     try:
-        migrate(env)
-        manage(env, "createsuperuser", "--noinput", "--username", "ada", "--email", "a@x.org", password="pw-for-ada")
-        yield env
+        yield sqlite_project(database, "ada", "pw-for-ada", redis_url=f"redis://127.0.0.1:{redis.port}/0")
     finally:
         redis.stop()
 
@@ -60,12 +51,11 @@ def workers(project: dict[str, str]) -> Iterator[tuple[str, str]]:
         yield first, second
 
 
-def manage(env: dict[str, str], *args: str, password: str = "") -> str:
-    extra = {"DJANGO_SUPERUSER_PASSWORD": password} if password else {}
+def manage(env: dict[str, str], *args: str) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "django", *args],
         cwd=ROOT,
-        env={**os.environ, **env, **extra},
+        env={**os.environ, **env},
         capture_output=True,
         text=True,
         timeout=60,

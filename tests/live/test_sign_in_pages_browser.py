@@ -8,8 +8,6 @@ Set DJANGO_MCP_SCREENSHOTS to a directory to keep the screenshots (docs/_static/
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,7 +19,7 @@ import httpx
 import pytest
 
 from tests.chromium import CHROMIUM, Browser
-from tests.live.servers import ROOT, migrate, server_process
+from tests.live.servers import server_process, sqlite_project
 
 pytestmark = [
     pytest.mark.live,
@@ -63,23 +61,7 @@ def luminance(rgb: str) -> float:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    database = tmp_path_factory.mktemp("sign-in-pages") / "db.sqlite3"
-    env = {
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "DJANGO_MCP_DATABASE": "sqlite",
-        "DJANGO_MCP_SQLITE": str(database),
-        "DJANGO_MCP_TEST_SQLITE": str(database),
-        "REDIS_URL": "",
-    }
-    migrate(env)
-    subprocess.run(
-        [sys.executable, "-m", "django", "createsuperuser", "--noinput", "--username", "ada", "--email", "a@x.org"],
-        cwd=ROOT,
-        env={**os.environ, **env, "DJANGO_SUPERUSER_PASSWORD": "pw-for-ada"},
-        check=True,
-        timeout=60,
-    )
-    return env
+    return sqlite_project(tmp_path_factory.mktemp("sign-in-pages") / "db.sqlite3", "ada", "pw-for-ada")
 
 
 @pytest.fixture(params=sorted(SERVERS))
