@@ -7,7 +7,6 @@ keeps these rules by subclassing it (check ``django_mcp.W020`` says when http re
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from typing import Any
 
@@ -17,11 +16,14 @@ from oauthlib.oauth2 import InvalidGrantError
 
 from .registration import public_redirect
 
+_CODE_FAMILIES = uuid.UUID("5b0e6f4a-3c1d-5e8f-9a2b-7c4d6e8f0a1b")
+
 
 def code_family(client_id: str, code: str) -> uuid.UUID:
     """The refresh-token family of the tokens an authorization code was exchanged for: found again from the
-    code alone when it comes back, with nothing more stored (and the code itself never stored)."""
-    return uuid.UUID(bytes=hashlib.sha256(f"{client_id}\0{code}".encode()).digest()[:16])
+    code alone when it comes back, with nothing more stored (and the code itself never stored). A version 5
+    UUID: MariaDB's UUID column refuses some other bit patterns."""
+    return uuid.uuid5(_CODE_FAMILIES, f"{client_id}\0{code}")
 
 
 class McpOAuth2Validator(OAuth2Validator):  # type: ignore[misc]  # django-oauth-toolkit has no type hints
