@@ -65,7 +65,7 @@ def _principal(http: Any) -> str:
 chaos_server = McpServer(
     tools=chaos_tools,
     extension_plugins=[
-        # No cap: a 15-minute run retains thousands of tasks (the default 1,000 refused creation after that).
+        # No cap in practice: a long run retains more tasks than the default max_tasks.
         McpTasks(
             bind=_principal, task_queue="mcp", max_tasks=1_000_000, max_tasks_per_owner=None, poll_interval_seconds=0.5
         )
