@@ -132,6 +132,7 @@ class Client:
         except TimeoutError:
             # Open, kept alive, yet without the task's end: a notification missed and the stream not ended.
             self.ledger.listens["open without the end"] += 1
+            self.ledger.listens_without_end.append(entry.task_id)
             return
         except httpx.HTTPError:
             pass

@@ -49,6 +49,8 @@ class Ledger:
     plain_calls: Counter[str] = field(default_factory=Counter)
     listens: Counter[str] = field(default_factory=Counter)
     """Listen streams followed: to the task's end, or ended first (then polling took over)."""
+    listens_without_end: list[str] = field(default_factory=list)
+    """The tasks of streams kept open past the deadline without the task's end."""
     started: float = field(default_factory=time.monotonic)
 
     def answered(self, status: int, retry_after: bool) -> None:
@@ -79,6 +81,12 @@ class Ledger:
             if len(examples[verdict]) < 5 and verdict != "completed right":
                 final = finals.get(task_id) or {}
                 examples[verdict].append(f"{task_id} {entry.tool}: {final.get('status')} {final.get('statusMessage')}")
+        # A stream that missed the end of a task that ended lost a notification; one of a stuck task had none.
+        for task_id in self.listens_without_end[:10]:
+            final = finals.get(task_id) or {}
+            examples.setdefault("listen open without the end", []).append(
+                f"{task_id} {self.entries[task_id].tool}: now {final.get('status')} {final.get('statusMessage')}"
+            )
         outside = [a for a in self.answers if a[1] >= 500 and not self.in_fault(a[0])]
         outside_said = Counter(
             f"{status} {said}" for when, status, said in self.server_errors if not self.in_fault(when)

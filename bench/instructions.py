@@ -15,6 +15,7 @@ Django's own; ``--django-asgi`` serves every tree by Django's own.
     python3 bench/instructions.py                                   # this checkout, SQLite
     python3 bench/instructions.py --src /tmp/before --src .         # A/B of two trees
     python3 bench/instructions.py --scenarios tasks/get -n 2000     # one scenario, tighter
+    python3 bench/instructions.py --env BENCH_AUDIT=1               # with a feature on (bench/djbench/settings)
 
 Needs valgrind and the harness venv (built by one ``bench/run.py`` run). Each run takes about a
 minute per 1,000 requests (valgrind runs the process ~50x slower); runs go two at a time. Threads
@@ -89,10 +90,12 @@ def _env(src: Path, database: Path) -> dict[str, str]:
     )
     if DJANGO_ASGI or not (src / "django_mcp" / "asgi.py").exists():
         env["BENCH_ASGI"] = "django"
+    env.update(EXTRA_ENV)
     return env
 
 
 DJANGO_ASGI = False  # --django-asgi
+EXTRA_ENV: dict[str, str] = {}  # --env
 
 
 def _migrate(python: str, src: Path, database: Path) -> None:
@@ -121,10 +124,18 @@ def main() -> None:
         action="store_true",
         help="serve every tree with Django's own ASGI application (default: django_mcp.asgi's where a tree has it)",
     )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="the bench settings' switches for every run, e.g. BENCH_RATE_LIMIT=100000000/h (repeatable)",
+    )
     parser.add_argument("--drive", nargs=2, metavar=("SCENARIO", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     global DJANGO_ASGI
     DJANGO_ASGI = args.django_asgi
+    EXTRA_ENV.update(item.split("=", 1) for item in args.env)
     if args.drive:
         _drive(args.drive[0], int(args.drive[1]))
         return

@@ -251,7 +251,7 @@ def rq_fleet(fleet):
     try:
         web = start(["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "tests.asgi:application"], env=env)
         worker.start()
-        yield {"url": web.base + "/mcp-fleet/", "worker": worker, "marks": fleet["marks"]}
+        yield {"url": web.base + "/mcp-fleet/", "worker": worker, "marks": fleet["marks"], "redis": redis}
     finally:
         worker.stop()
         if web is not None:
@@ -296,3 +296,27 @@ async def test_rq_sigterm_of_the_worker_reaches_the_horse(rq_fleet):
             output = worker.output()
             worker.stop()
             pytest.xfail(f"known: the rq worker did not exit 45 s after SIGTERM:\n{output[-2000:]}")
+
+
+async def test_rq_worker_outlives_restarts_of_its_redis(rq_fleet):
+    """The worker waits out its broker's restarts, idle or while a job runs, and runs what comes after; the
+    job that ran meanwhile ends as its body did (its state is in the database, not in Redis)."""
+    to, worker, redis = rq_fleet["url"], rq_fleet["worker"], rq_fleet["redis"]
+    if not worker.alive():  # stopped by the test before
+        worker.start()
+    async with httpx.AsyncClient(timeout=10) as client:
+        for down, running in ((0.5, False), (8.0, False), (3.0, True), (8.0, True)):
+            running_id = await call(client, to, "sleeper", {"seconds": 2}) if running else None
+            if running_id:
+                await mark(rq_fleet, running_id, "started")
+            redis.stop()
+            await asyncio.sleep(down)
+            redis.start()
+            await asyncio.sleep(1)
+            assert worker.alive(), f"the rq worker exited, its Redis down {down} s:\n{worker.output()[-3000:]}"
+            if running_id:
+                done = await poll(client, to, running_id, "completed", "failed", timeout=60)
+                assert done["status"] == "completed", (done, worker.output()[-3000:])
+            task_id = await call(client, to, "sleeper", {"seconds": 0.1})
+            done = await poll(client, to, task_id, "completed", "failed", timeout=60)
+            assert done["status"] == "completed", (done, worker.output()[-3000:])
