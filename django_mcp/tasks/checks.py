@@ -40,6 +40,52 @@ def check_task_settings(
     ]
 
 
+_PSYCOPG_POOL_TIMEOUT = 30.0  # psycopg_pool's default wait for a connection
+
+
+@register(Tags.compatibility)
+def check_lease_outlasts_reconnection(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """W022: a lease shorter than a live owner may need to renew it once the database is back: up to a renew
+    interval before it tries, then the wait for a connection (the pool's ``timeout``, ``connect_timeout``).
+    Meanwhile a process that got its connection first sees the lease lapse and fails the task as orphaned."""
+    try:
+        tasks = get_tasks_settings()
+    except (ValidationError, Exception):  # reported by the core's settings check (E001/E002)
+        return []
+    from django.db import router
+
+    from .models import Task
+
+    alias = router.db_for_write(Task)
+    database = settings.DATABASES.get(alias) or {}
+    options = database.get("OPTIONS") or {}
+    waits = {"TASK_LEASE_RENEW_SECONDS": tasks.TASK_LEASE_RENEW_SECONDS}
+    pool, engine = options.get("pool"), str(database.get("ENGINE", ""))
+    if pool and ("postgresql" in engine or "postgis" in engine):
+        waits["the pool's timeout"] = (pool if isinstance(pool, dict) else {}).get("timeout", _PSYCOPG_POOL_TIMEOUT)
+    waits["connect_timeout"] = options.get("connect_timeout", 0)
+    try:
+        needed = sum(float(seconds) for seconds in waits.values())
+    except (TypeError, ValueError):  # the database driver reports those itself
+        return []
+    if tasks.TASK_LEASE_SECONDS > needed:
+        return []
+    said = " + ".join(f"{name} ({float(seconds):g} s)" for name, seconds in waits.items() if float(seconds))
+    return [
+        CheckWarning(
+            f"{SETTINGS_NAME}['TASK_LEASE_SECONDS'] ({tasks.TASK_LEASE_SECONDS:g} s) is not longer than a live "
+            f"process may need to renew a lease once database {alias!r} is back from an outage: {said}. Another "
+            "process may then fail its running tasks as orphans ('Task owner stopped').",
+            hint=f"Make TASK_LEASE_SECONDS longer than {needed:g} s (the default 15 s is, with the pool options "
+            "docs/deployment.md gives), or shorten the waits.",
+            obj=alias,
+            id="django_mcp.W022",
+        )
+    ]
+
+
 @register(Tags.database, deploy=True)
 def check_migrations_applied(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any

@@ -7,7 +7,7 @@ from django.test import SimpleTestCase, override_settings
 from django_mcp import McpServer, ToolRegistry
 from django_mcp.checks import check_channel_layer, check_persistent_connections, check_servers, check_settings
 from django_mcp.tasks import McpTasks
-from django_mcp.tasks.checks import check_task_settings
+from django_mcp.tasks.checks import check_lease_outlasts_reconnection, check_task_settings
 
 REDIS = {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer"}}
 MEMORY = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
@@ -59,6 +59,48 @@ class LeaseChecks(SimpleTestCase):
     def test_a_key_nobody_claims_is_e002(self):
         [error] = check_settings()
         assert error.id == "django_mcp.E002" and "TASK_LEASE_SECOND" in error.msg
+
+
+def _postgres(**options):
+    return {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "x", "OPTIONS": options}}
+
+
+@pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+class LeaseAgainstReconnectionChecks(SimpleTestCase):
+    """W022: after an outage a live owner renews within a renew interval plus its wait for a connection."""
+
+    @override_settings(DATABASES=_postgres(pool={"timeout": 5, "reconnect_timeout": 5}, connect_timeout=3))
+    def test_the_default_lease_with_the_documented_pool_is_fine(self):
+        assert check_lease_outlasts_reconnection() == []  # 15 s > 5 + 5 + 3
+
+    @override_settings(
+        DATABASES=_postgres(pool={"timeout": 5}, connect_timeout=2),
+        DJANGO_MCP={"TASK_LEASE_SECONDS": 4, "TASK_LEASE_RENEW_SECONDS": 1.3},
+    )
+    def test_w022_a_lease_shorter_than_the_wait_for_a_connection(self):
+        [warning] = check_lease_outlasts_reconnection()
+        assert warning.id == "django_mcp.W022" and warning.obj == "default"
+        assert "TASK_LEASE_RENEW_SECONDS (1.3 s) + the pool's timeout (5 s) + connect_timeout (2 s)" in warning.msg
+        assert "longer than 8.3 s" in warning.hint
+
+    @override_settings(DATABASES=_postgres(pool=True))
+    def test_w022_psycopg_pool_default_wait_outlasts_the_default_lease(self):
+        [warning] = check_lease_outlasts_reconnection()
+        assert "the pool's timeout (30 s)" in warning.msg
+
+    @override_settings(
+        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+        DJANGO_MCP={"TASK_LEASE_SECONDS": 4, "TASK_LEASE_RENEW_SECONDS": 1.3},
+    )
+    def test_sqlite_has_no_connection_to_wait_for(self):
+        assert check_lease_outlasts_reconnection() == []
+
+    @override_settings(
+        DATABASES=_postgres(connect_timeout="soon"),
+        DJANGO_MCP={"TASK_LEASE_SECONDS": 1, "TASK_LEASE_RENEW_SECONDS": 0.5},
+    )
+    def test_an_unreadable_timeout_is_left_to_the_driver(self):
+        assert check_lease_outlasts_reconnection() == []
 
 
 def _server_errors(server):
