@@ -31,6 +31,9 @@ DJANGO_MCP = {**DJANGO_MCP, **json.loads(os.environ["CHAOS_DJANGO_MCP"])}  # noq
 """
 LEASE_SECONDS = 15.0
 """django-mcp's default ``TASK_LEASE_SECONDS``: the run judges the lease people deploy."""
+QUEUED_TIMEOUT_SECONDS = 120.0
+"""``TASK_QUEUED_TIMEOUT_SECONDS``: a fleet job lost with a worker killed after taking it, before the
+task's body began, fails this long after its creation (the default 600 s would outlast the run)."""
 RABBITMQ = "amqp://guest:guest@127.0.0.1:5672//"
 CELERY = ["-m", "celery", "-A", "tests.celery_app"]
 
@@ -108,7 +111,11 @@ class Cluster:
                 "target_session_attrs": "read-write",
             },
         }
-        mcp = {"TASK_LEASE_SECONDS": LEASE_SECONDS, "TASK_LEASE_RENEW_SECONDS": LEASE_SECONDS / 4}
+        mcp = {
+            "TASK_LEASE_SECONDS": LEASE_SECONDS,
+            "TASK_LEASE_RENEW_SECONDS": LEASE_SECONDS / 4,
+            "TASK_QUEUED_TIMEOUT_SECONDS": QUEUED_TIMEOUT_SECONDS,
+        }
         return {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(self.root), str(ROOT)]),
