@@ -39,6 +39,8 @@ from tests.wire import headers_for, request_body  # noqa: E402
 CAPS = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
 FAULTS = ("kill-web", "kill-fleet", "redis-restart", "postgres-stop", "failover")
 LONGEST_BODY = 4.0
+UNAVAILABLE = -32603
+"""The code of an answer during an outage (HTTP 503): try again."""
 LISTEN_DEADLINE = 90.0
 """A listen stream that has not shown its task's end by then missed it (the longest task ends well within)."""
 FLEET_TOOLS = {"fleet": "db_worker", "fleet_rq": "rq", "fleet_celery": "celery"}
@@ -139,12 +141,20 @@ class Client:
         self.ledger.listens["ended first"] += 1  # a worker killed, Redis restarted: polling takes over
 
     async def answer(self, entry: Entry, key: str) -> None:
-        _, reply = await self.rpc("tasks/get", {"taskId": entry.task_id})
-        task = (reply or {}).get("result") or {}
+        """Answer the task's open questions, again while the service is down: an answer lost to an outage
+        would leave the task waiting for it (and a listen stream with nothing to show)."""
         answer = {"action": "accept", "content": {"word": f"w-{key}"}}
-        answers = dict.fromkeys(task.get("inputRequests", {}), answer)
-        if answers:
-            await self.rpc("tasks/update", {"taskId": entry.task_id, "inputResponses": answers})
+        for _ in range(120):
+            _, reply = await self.rpc("tasks/get", {"taskId": entry.task_id})
+            task = (reply or {}).get("result")
+            if task is not None:
+                answers = dict.fromkeys(task.get("inputRequests") or {}, answer)
+                if not answers:
+                    return
+                _, reply = await self.rpc("tasks/update", {"taskId": entry.task_id, "inputResponses": answers})
+                if reply is not None and (reply.get("error") or {}).get("code") != UNAVAILABLE:
+                    return  # taken, or refused for good (answered meanwhile)
+            await asyncio.sleep(0.5)
 
     async def follow(self, entry: Entry, key: str) -> None:
         if self.rng.random() < 0.3:
