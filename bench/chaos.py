@@ -280,8 +280,9 @@ def markdown(report: dict[str, Any], options: argparse.Namespace) -> str:
     lines = [
         "# Chaos run",
         "",
-        f"`{command}`: {options.web} web workers (daphne and uvicorn), {options.fleet} fleet worker(s)"
-        f" (`mcp_db_worker`), PostgreSQL with a{'n' if standby[0] == 'a' else ''} {standby} standby, Redis.",
+        f"`{command}`: {options.web} web workers (daphne and uvicorn), {options.fleet} `mcp_db_worker`(s), an RQ"
+        f" worker (`McpWorker`, its own persistent Redis) and a Celery worker (RabbitMQ); PostgreSQL with"
+        f" a{'n' if standby[0] == 'a' else ''} {standby} standby; Redis for the channel layer and cache.",
         "",
         "| verdict | tasks |",
         "| --- | --- |",
