@@ -19,12 +19,12 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
-from django.core.cache import caches
 from django.db import transaction
 from django.utils import timezone
 
 from ..conf import get_settings
 from ..server.notify import throttle
+from ..shared_caches import shared_cache
 from .tokens import VerifiedToken
 
 logger = logging.getLogger("django_mcp.auth")
@@ -65,7 +65,7 @@ async def _aread_mark() -> None:
     global _mark_seen, _mark_read_at
     _mark_read_at = time.monotonic()  # before the read: concurrent requests do not read it again meanwhile
     try:
-        mark = await caches[get_settings().SESSION_CACHE].aget(_MARK_KEY)
+        mark = await shared_cache(get_settings().SESSION_CACHE).aget(_MARK_KEY)
     except Exception as exc:  # a cache backend may fail in any way: verify every token afresh
         throttle.log(logger, logging.WARNING, _MARK_KEY, "Revocation mark unreadable, verifying tokens afresh: %r", exc)
         forget_all()
@@ -144,7 +144,7 @@ def revoked(*args: Any, using: str | None = None, created: bool = False, **kwarg
 def _announce() -> None:
     forget_all()  # a verification in this process may have read the row before the commit
     try:
-        caches[get_settings().SESSION_CACHE].set(_MARK_KEY, uuid.uuid4().hex, None)
+        shared_cache(get_settings().SESSION_CACHE).set(_MARK_KEY, uuid.uuid4().hex, None)
     except Exception:  # the revocation is committed; only other processes learn it late
         logger.exception("The revocation mark could not be written: other processes forget the token late")
 

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from django.core import signing
-from django.core.cache import caches
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..conf import get_settings
 from ..protocol.errors import invalid_params, missing_capability
 from ..protocol.jsonrpc import describe_validation_error
+from ..shared_caches import shared_cache
 from .notify import unavailable
 
 logger = logging.getLogger("django_mcp")
@@ -225,7 +225,7 @@ async def aconsume_state(state_id: str, max_age: int) -> None:
     Kept as long as the state could be presented (its maximum age), so a replay is refused on every
     worker that shares the cache.
     """
-    cache = caches[get_settings().SESSION_CACHE]
+    cache = shared_cache(get_settings().SESSION_CACHE)
     try:
         first = await cache.aadd(f"django_mcp.mrtr.used.{state_id}", 1, timeout=max_age + 1)
     except Exception as exc:  # a cache backend may fail in any way: without the record, refuse (and say why)

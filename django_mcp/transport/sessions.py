@@ -30,11 +30,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.core.cache import caches
 
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params
 from ..server.notify import throttle, unavailable
+from ..shared_caches import shared_cache
 
 _PREFIX = "django_mcp.session."
 _OF_PRINCIPAL = "django_mcp.sessions.of."  # the ids of the sessions one principal opened
@@ -64,7 +64,7 @@ class McpSession:
 
 
 def _cache() -> Any:
-    return caches[get_settings().SESSION_CACHE]
+    return shared_cache(get_settings().SESSION_CACHE)
 
 
 async def _areach(operation: Awaitable[T]) -> T:

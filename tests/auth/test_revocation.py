@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from django_mcp.auth import cache
 from django_mcp.models import PersonalToken
+from django_mcp.shared_caches import shared_cache
 from tests.wire import post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the endpoint reads tokens in a thread of its own
@@ -57,7 +58,7 @@ async def test_without_a_new_mark_a_remembered_token_needs_no_query(async_client
 async def test_an_unreadable_mark_forgets_every_token(async_client, issued, every_request_reads_the_mark):
     row, token = issued
     assert await _status(async_client, token) == 200
-    with mock.patch.object(caches["default"], "aget", side_effect=ConnectionError("cache down")):
+    with mock.patch.object(shared_cache("default"), "aget", side_effect=ConnectionError("cache down")):
         await _revoked_elsewhere_async(row, move_mark=False)
         assert await _status(async_client, token) == 401  # verified afresh: the row says revoked
 

@@ -1,0 +1,49 @@
+"""The Django caches django_mcp reads on every request, one object per process and alias.
+
+Django hands each thread and each asyncio task its own cache object (``caches[alias]``), so under ASGI
+every request builds a new one; a ``RedisCache`` object holds its own connection pool, so each request
+then opens a TCP connection to Redis and leaves it for the garbage collector (Django ticket #33625).
+The backends named here lock or pool inside, so one object serves every thread and task of the process;
+any other backend is used as Django hands it out.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import BaseCache, caches
+from django.core.signals import setting_changed
+
+SHAREABLE_BACKENDS = frozenset(
+    {
+        "django.core.cache.backends.redis.RedisCache",
+        "django.core.cache.backends.locmem.LocMemCache",
+        "django.core.cache.backends.db.DatabaseCache",
+        "django.core.cache.backends.dummy.DummyCache",
+    }
+)
+"""Backends whose one object may serve many threads and tasks at once."""
+
+_shared: dict[str, BaseCache] = {}
+_lock = threading.Lock()
+
+
+def shared_cache(alias: str) -> BaseCache:
+    """The cache ``alias`` as one object for the whole process where its backend allows, else ``caches[alias]``."""
+    cache = _shared.get(alias)
+    if cache is not None:
+        return cache
+    if (settings.CACHES.get(alias) or {}).get("BACKEND") not in SHAREABLE_BACKENDS:
+        return caches[alias]  # also raises Django's own error for an alias that is not configured
+    with _lock:
+        return _shared.setdefault(alias, caches.create_connection(alias))
+
+
+def _forget(*, setting: str, **kwargs: Any) -> None:
+    if setting == "CACHES":
+        _shared.clear()
+
+
+setting_changed.connect(_forget, dispatch_uid="django_mcp.shared_caches.forget")
