@@ -16,6 +16,7 @@ Django's own; ``--django-asgi`` serves every tree by Django's own.
     python3 bench/instructions.py --src /tmp/before --src .         # A/B of two trees
     python3 bench/instructions.py --scenarios tasks/get -n 2000     # one scenario, tighter
     python3 bench/instructions.py --env BENCH_AUDIT=1               # with a feature on (bench/djbench/settings)
+    python3 bench/instructions.py --scenarios "tools/call signed"   # behind sign-in (a personal token)
 
 Needs valgrind and the harness venv (built by one ``bench/run.py`` run). Each run takes about a
 minute per 1,000 requests (valgrind runs the process ~50x slower); runs go two at a time. Threads
@@ -40,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "bench" / ".work"
 BASE = 100
-SCENARIOS = ("floor", "tasks/get", "tools/call")
+SCENARIOS = ("floor", "tasks/get", "tools/call", "tasks/get signed", "tools/call signed")
 COLLECTED = re.compile(rb"Collected : (\d+)")
 
 
@@ -49,21 +50,26 @@ def _drive(scenario: str, n: int) -> None:
     import django
 
     django.setup()
-    from bench import inproc
+    from bench import inproc, loadgen, seed
     from bench.djbench.asgi import application
+
+    # "... signed": the same request to the endpoint behind sign-in, with a personal token (a fresh one per run).
+    endpoint = "/mcp-auth/" if scenario.endswith(" signed") else "/mcp/"
+    if endpoint == "/mcp-auth/":
+        loadgen._job_headers["Authorization"] = f"Bearer {seed.token()['token']}"
 
     async def main() -> None:
         created = await inproc._one(
             application,
-            *inproc._scope_and_body({"method": "tools/call", "params": {"name": "instant"}, "tasks": True}),
+            *inproc._scope_and_body({"method": "tools/call", "params": {"name": "instant"}, "tasks": True}, endpoint),
         )
         task_id = json.loads(created)["result"]["taskId"]
         await asyncio.sleep(0.2)
         spec, path = {
             "floor": ({"method": "tasks/get", "params": {"taskId": task_id}, "tasks": True}, "/floor/"),
-            "tasks/get": ({"method": "tasks/get", "params": {"taskId": task_id}, "tasks": True}, "/mcp/"),
-            "tools/call": ({"method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}, "/mcp/"),
-        }[scenario]
+            "tasks/get": ({"method": "tasks/get", "params": {"taskId": task_id}, "tasks": True}, endpoint),
+            "tools/call": ({"method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}, endpoint),
+        }[scenario.removesuffix(" signed")]
         scope, body = inproc._scope_and_body(spec, path)
         if b'"error"' in await inproc._one(application, scope, body):
             raise SystemExit(f"{scenario} answered an error")
@@ -117,7 +123,7 @@ def _count(python: str, src: Path, database: Path, scenario: str, n: int) -> int
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--src", action="append", type=Path, help="a tree holding django_mcp/ (repeatable)")
-    parser.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated: {', '.join(SCENARIOS)}")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS[:3]), help=f"comma-separated: {', '.join(SCENARIOS)}")
     parser.add_argument("-n", type=int, default=1000, help="requests counted per scenario (default 1000)")
     parser.add_argument(
         "--django-asgi",
@@ -163,7 +169,7 @@ def main() -> None:
         per = {s: (totals[(tree, s, BASE + args.n)] - totals[(tree, s, BASE)]) / args.n for s in scenarios}
         print(f"  {tree}")
         for s in scenarios:
-            print(f"    {s:<11} {per[s] / 1e6:7.3f} M   ({per[s] / per['floor']:4.2f}x floor)")
+            print(f"    {s:<18} {per[s] / 1e6:7.3f} M   ({per[s] / per['floor']:4.2f}x floor)")
 
 
 if __name__ == "__main__":
