@@ -128,13 +128,6 @@ def validate_settings() -> McpSettings:
     return _validate(McpSettings, _raw_dict())
 
 
-def validate_all() -> list[BaseModel]:
-    """Parse every section (core first); raises the first ``ValidationError`` or ``TypeError``."""
-    raw = _raw_dict()
-    models: list[type[BaseModel]] = [McpSettings, *_sections]
-    return [_validate(model, raw) for model in models]
-
-
 def validation_errors() -> list[tuple[str, str]]:
     """Every problem of ``settings.DJANGO_MCP`` as (key, message) pairs, for the system checks."""
     raw = _raw_dict()

@@ -48,10 +48,6 @@ class TaskQuerySet(models.QuerySet["Task"]):
     def for_owner(self, owner: str) -> TaskQuerySet:
         return self.filter(owner=owner)
 
-    def for_user(self, user: Any) -> TaskQuerySet:
-        """Created by the Django user ``user`` (display and search only: access is decided by ``owner``)."""
-        return self.filter(user=user)
-
 
 class Task(models.Model):
     """One task (SEP-2663). Created by a task tool's ``tools/call``; read by ``tasks/get`` from any process."""
@@ -203,10 +199,6 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool} {self.id} ({self.status})"
-
-    @property
-    def is_terminal(self) -> bool:
-        return self.status in TERMINAL
 
     def is_expired(self, now: datetime | None = None) -> bool:
         """Past ``expires_at``: clients no longer see it; the next sweep deletes it."""
