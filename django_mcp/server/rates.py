@@ -1,5 +1,6 @@
-"""Rate limits per caller, with django-ratelimit: a fixed window counted atomically (``add``, ``incr``)
-in the Django cache its ``RATELIMIT_USE_CACHE`` names, so a limit holds across workers.
+"""Rate limits per caller: a fixed window counted atomically (``add``, ``incr``) in the Django cache
+``RATELIMIT_USE_CACHE`` names (django-ratelimit's setting, and its rates and ``RATELIMIT_ENABLE`` /
+``RATELIMIT_FAIL_OPEN``), so a limit holds across workers.
 
 ``DJANGO_MCP["RATE_LIMIT"]`` bounds every request of one caller (its :attr:`McpRequest.limit_key`:
 the principal, or for an anonymous caller its address); ``@tool(rate_limit=...)`` bounds one tool's
@@ -8,14 +9,20 @@ calls per caller on top. Past a limit the request answers -32603 with HTTP 429 a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
-from typing import Any
+import time
+import zlib
 
 from asgiref.sync import sync_to_async
+from django.core.cache import BaseCache
+from django.core.cache.backends.dummy import DummyCache
+from django.core.cache.backends.locmem import LocMemCache
 
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
+from ..shared_caches import shared_cache
 from .context import McpRequest
 from .notify import unavailable
 
@@ -23,28 +30,67 @@ logger = logging.getLogger("django_mcp")
 _CANNOT_COUNT = "Rate limits cannot be counted now: try again shortly"
 
 
-async def _aenforce(request: McpRequest, rate: str, group: str, what: str) -> None:
-    # Imported on first use: django_mcp stays importable from a settings module.
-    from django_ratelimit.core import get_usage
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_EXPIRATION_FUDGE = 5  # seconds a window's counter outlives the window (as django-ratelimit keeps it)
 
-    caller = hashlib.sha256(request.limit_key.encode()).hexdigest()[:32]  # never the principal itself
 
-    def key(group: str, http_request: Any) -> str:
-        return caller
+@functools.cache
+def _split(rate: str) -> tuple[int, int]:
+    """(count, seconds) of a rate :func:`~django_mcp.server.definitions.check_rate` accepted, read as
+    django-ratelimit reads it: ``"600/m"``, ``"10/30s"``, ``"5/30"`` (seconds)."""
+    count, _, period = rate.partition("/")
+    if period[-1:] in _UNIT_SECONDS:
+        return int(count), int(period[:-1] or 1) * _UNIT_SECONDS[period[-1]]
+    return int(count), int(period)
 
-    def count() -> Any:
-        return get_usage(request.http_request, group=group, key=key, rate=rate, increment=True)
 
+def _window_end(caller: str, period: int, now: int) -> int:
+    """When the caller's current fixed window ends; windows are staggered by caller, as django-ratelimit's are."""
+    end = now - now % period + zlib.crc32(caller.encode()) % period
+    return end + period if end < now else end
+
+
+def _count(cache: BaseCache, key: str, period: int) -> int | None:
+    """This request's number in the window of ``key`` (``add`` opens it, ``incr`` counts on: both atomic in a
+    shared cache); None if the cache would not count."""
+    if cache.add(key, 1, period + _EXPIRATION_FUDGE):
+        return 1
     try:
-        # An in-memory cache answers on the loop; any other (Redis, the database) in the request's thread.
-        usage = count() if _in_memory() else await sync_to_async(count)()
+        return int(cache.incr(key))
+    except ValueError:  # the counter expired between the two calls: a new window
+        return 1 if cache.add(key, 1, period + _EXPIRATION_FUDGE) else None
+
+
+async def _aenforce(request: McpRequest, rate: str, group: str, what: str) -> None:
+    from django.conf import settings
+
+    if not getattr(settings, "RATELIMIT_ENABLE", True):
+        return
+    caller = hashlib.sha256(request.limit_key.encode()).hexdigest()[:32]  # never the principal itself
+    limit, period = _split(rate)
+    now = int(time.time())
+    window_end = _window_end(caller, period, now)
+    key = (
+        "django_mcp:rate:"
+        + hashlib.md5(f"{group}|{rate}|{window_end}|{caller}".encode(), usedforsecurity=False).hexdigest()
+    )
+    # One cache object per process (django-ratelimit's ``caches[alias]`` built one per request, and with Redis
+    # a connection); an in-memory cache answers on the loop, any other (Redis, the database) in a thread.
+    cache = shared_cache(getattr(settings, "RATELIMIT_USE_CACHE", "default"))
+    try:
+        if isinstance(cache, LocMemCache | DummyCache):
+            count = _count(cache, key, period)
+        else:
+            count = await sync_to_async(_count)(cache, key, period)
     except Exception as exc:  # the cache is down (a cache backend may raise anything)
         raise unavailable(logger, "rate-cache", "The rate limit cache", exc, _CANNOT_COUNT) from None
-    if usage is None or not usage["should_limit"]:
-        return
-    if usage["limit"] == 0:  # the cache could not count (django-ratelimit fails closed)
+    if count is None:  # the cache could not count: closed, unless the project said open (as django-ratelimit)
+        if getattr(settings, "RATELIMIT_FAIL_OPEN", False):
+            return
         raise McpJsonRpcError(INTERNAL_ERROR, _CANNOT_COUNT, http_status=503)
-    retry = max(1, int(usage["time_left"]))
+    if count <= limit:
+        return
+    retry = max(1, window_end - now)
     raise McpJsonRpcError(
         INTERNAL_ERROR,
         f"Rate limit exceeded: at most {rate} {what} per caller; retry in {retry} s",
@@ -52,13 +98,6 @@ async def _aenforce(request: McpRequest, rate: str, group: str, what: str) -> No
         http_status=429,
         headers={"Retry-After": str(retry)},
     )
-
-
-def _in_memory() -> bool:
-    from django.conf import settings
-
-    backend = settings.CACHES.get(getattr(settings, "RATELIMIT_USE_CACHE", "default"), {}).get("BACKEND", "")
-    return str(backend).endswith(("LocMemCache", "DummyCache"))
 
 
 async def aenforce_request_rate(request: McpRequest) -> None:

@@ -142,3 +142,33 @@ async def test_a_cache_that_cannot_count_answers_503(async_client):
         response = await send(async_client, token)
     assert response.status_code == 503 and response["Retry-After"] == "2"
     assert json.loads(response.content)["error"]["message"] == "Rate limits cannot be counted now: try again shortly"
+
+
+@pytest.fixture
+def private_redis():
+    import shutil
+
+    from tests.live.servers import Redis
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("needs redis-server")
+    server = Redis()
+    server.start()
+    yield server
+    server.stop()
+
+
+async def test_counting_in_redis_reuses_one_connection_and_stays_exact(async_client, private_redis):
+    """django-ratelimit read ``caches[alias]``, a new RedisCache (and connection) per request under ASGI."""
+    import redis
+
+    location = f"redis://127.0.0.1:{private_redis.port}/0"
+    caches = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": location}}
+    token = await caller()
+    with override_settings(CACHES=caches, DJANGO_MCP={"RATE_LIMIT": "20/m"}):
+        stats = redis.Redis(port=private_redis.port)
+        before = int(stats.info("stats")["total_connections_received"])
+        answers = [(await send(async_client, token)).status_code for _ in range(21)]
+        opened = int(stats.info("stats")["total_connections_received"]) - before
+    assert answers == [200] * 20 + [429]
+    assert opened <= 2, opened  # the counting thread's one connection (and the session's mark read, if any)
