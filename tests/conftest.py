@@ -10,6 +10,21 @@ from django.db import connections
 from tests.toolapp.tools import EVENTS
 
 
+@pytest.fixture
+def private_redis():
+    """A redis-server of the test's own on a free loopback port (skipped where there is none)."""
+    import shutil
+
+    from tests.live.servers import Redis
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("needs redis-server")
+    server = Redis()
+    server.start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(autouse=True)
 def _clear_events():
     EVENTS.clear()

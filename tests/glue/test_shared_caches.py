@@ -5,7 +5,6 @@ opens its own connection."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import threading
 import uuid
 
@@ -16,7 +15,6 @@ from django.test import override_settings
 
 from django_mcp.server.mrtr import aconsume_state
 from django_mcp.shared_caches import shared_cache
-from tests.live.servers import Redis
 
 LOCMEM = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -25,16 +23,6 @@ def _redis_caches(port: int) -> dict:
     return {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": f"redis://127.0.0.1:{port}/0"}
     }
-
-
-@pytest.fixture
-def private_redis():
-    if shutil.which("redis-server") is None:
-        pytest.skip("needs redis-server")
-    server = Redis()
-    server.start()
-    yield server
-    server.stop()
 
 
 def _connections_received(port: int) -> int:

@@ -144,20 +144,6 @@ async def test_a_cache_that_cannot_count_answers_503(async_client):
     assert json.loads(response.content)["error"]["message"] == "Rate limits cannot be counted now: try again shortly"
 
 
-@pytest.fixture
-def private_redis():
-    import shutil
-
-    from tests.live.servers import Redis
-
-    if shutil.which("redis-server") is None:
-        pytest.skip("needs redis-server")
-    server = Redis()
-    server.start()
-    yield server
-    server.stop()
-
-
 async def test_counting_in_redis_reuses_one_connection_and_stays_exact(async_client, private_redis):
     """django-ratelimit read ``caches[alias]``, a new RedisCache (and connection) per request under ASGI."""
     import redis
