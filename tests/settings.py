@@ -75,6 +75,8 @@ DJANGO_MCP = {
     # run: the session caps are tested where they are set (tests/transport/test_session_store.py).
     "SESSIONS_PER_PRINCIPAL": None,
     "SESSIONS_MAX": None,
+    # The live test of limits counted across workers sets one (tests/live/test_workers.py).
+    "RATE_LIMIT": os.environ.get("DJANGO_MCP_TEST_RATE_LIMIT"),
     # CI runs the suite both ways: the store's fast paths, and the plain ORM they must match.
     "TASK_FAST_PATHS": os.environ.get("DJANGO_MCP_TEST_FAST_PATHS", "1") == "1",
     # The suite registers OAuth clients from 127.0.0.1 all run long: the rate is tested where it is set.

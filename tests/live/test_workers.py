@@ -308,3 +308,23 @@ async def test_a_handshake_session_is_served_by_any_worker_and_answers_reach_the
         assert ended.status_code == 200
         gone = await _legacy_post(client, url_a, {"jsonrpc": "2.0", "id": 3, "method": "ping"}, session)
         assert gone.status_code == 404
+
+
+async def test_a_rate_limit_holds_exactly_across_workers(cluster):
+    """Two workers count one caller's requests in the shared cache: concurrent requests to both get exactly
+    the limit's worth of answers, the rest 429 with Retry-After."""
+    env = {**cluster["env"], "DJANGO_MCP_TEST_RATE_LIMIT": "10/h"}  # an hour: no window ends mid-test
+    limited = [Daphne(env).start() for _ in range(2)]
+    try:
+        body = request_body("tools/list", {}, capabilities=EXT)
+        headers = {**headers_for(body), **TENANT, "X-Tenant": f"rate-{os.getpid()}"}
+        async with httpx.AsyncClient(timeout=10) as client:
+            answers = await asyncio.gather(
+                *(client.post(limited[i % 2].url, content=json.dumps(body), headers=headers) for i in range(16))
+            )
+    finally:
+        for worker in limited:
+            worker.stop()
+    statuses = sorted(a.status_code for a in answers)
+    assert statuses == [200] * 10 + [429] * 6, statuses
+    assert all(int(a.headers["Retry-After"]) >= 1 for a in answers if a.status_code == 429)
