@@ -16,6 +16,7 @@ import time
 import zlib
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.cache import BaseCache
 from django.core.cache.backends.dummy import DummyCache
 from django.core.cache.backends.locmem import LocMemCache
@@ -24,24 +25,15 @@ from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..shared_caches import shared_cache
 from .context import McpRequest
+from .definitions import split_rate
 from .notify import unavailable
 
 logger = logging.getLogger("django_mcp")
 _CANNOT_COUNT = "Rate limits cannot be counted now: try again shortly"
 
 
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _EXPIRATION_FUDGE = 5  # seconds a window's counter outlives the window (as django-ratelimit keeps it)
-
-
-@functools.cache
-def _split(rate: str) -> tuple[int, int]:
-    """(count, seconds) of a rate :func:`~django_mcp.server.definitions.check_rate` accepted, read as
-    django-ratelimit reads it: ``"600/m"``, ``"10/30s"``, ``"5/30"`` (seconds)."""
-    count, _, period = rate.partition("/")
-    if period[-1:] in _UNIT_SECONDS:
-        return int(count), int(period[:-1] or 1) * _UNIT_SECONDS[period[-1]]
-    return int(count), int(period)
+_split = functools.cache(split_rate)  # the few rates a project names, read once
 
 
 def _window_end(caller: str, period: int, now: int) -> int:
@@ -62,8 +54,6 @@ def _count(cache: BaseCache, key: str, period: int) -> int | None:
 
 
 async def _aenforce(request: McpRequest, rate: str, group: str, what: str) -> None:
-    from django.conf import settings
-
     if not getattr(settings, "RATELIMIT_ENABLE", True):
         return
     caller = hashlib.sha256(request.limit_key.encode()).hexdigest()[:32]  # never the principal itself
@@ -74,8 +64,8 @@ async def _aenforce(request: McpRequest, rate: str, group: str, what: str) -> No
         "django_mcp:rate:"
         + hashlib.md5(f"{group}|{rate}|{window_end}|{caller}".encode(), usedforsecurity=False).hexdigest()
     )
-    # One cache object per process (django-ratelimit's ``caches[alias]`` built one per request, and with Redis
-    # a connection); an in-memory cache answers on the loop, any other (Redis, the database) in a thread.
+    # The process's one object of the cache (shared_caches says why); an in-memory cache answers on the loop,
+    # any other (Redis, the database) in a thread.
     cache = shared_cache(getattr(settings, "RATELIMIT_USE_CACHE", "default"))
     try:
         if isinstance(cache, LocMemCache | DummyCache):

@@ -317,7 +317,7 @@ async def test_a_rate_limit_holds_exactly_across_workers(cluster):
     limited = [Daphne(env).start() for _ in range(2)]
     try:
         body = request_body("tools/list", {}, capabilities=EXT)
-        headers = {**headers_for(body), **TENANT, "X-Tenant": f"rate-{os.getpid()}"}
+        headers = {**headers_for(body), **TENANT}
         async with httpx.AsyncClient(timeout=10) as client:
             answers = await asyncio.gather(
                 *(client.post(limited[i % 2].url, content=json.dumps(body), headers=headers) for i in range(16))

@@ -15,6 +15,7 @@ from django.test import override_settings
 from django_mcp import DefinitionError, McpServer, ToolRegistry
 from django_mcp.checks import check_rate_limit_cache, check_settings
 from django_mcp.models import PersonalToken
+from django_mcp.server.definitions import split_rate
 from tests.wire import assert_wire, post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -107,8 +108,7 @@ def test_rates_as_django_ratelimit_reads_them(rate):
     from django_ratelimit.core import _split_rate
 
     ToolRegistry().register(lambda request: 1, name="t", rate_limit=rate)
-    count, seconds = _split_rate(rate)  # django-ratelimit reads it the same way
-    assert count >= 1 and seconds >= 1
+    assert split_rate(rate) == _split_rate(rate)  # counted as django-ratelimit reads it
 
 
 def test_e017_a_rate_limit_cache_that_does_not_exist_and_w017_a_per_process_one():
@@ -158,3 +158,38 @@ async def test_counting_in_redis_reuses_one_connection_and_stays_exact(async_cli
         opened = int(stats.info("stats")["total_connections_received"]) - before
     assert answers == [200] * 20 + [429]
     assert opened <= 2, opened  # the counting thread's one connection (and the session's mark read, if any)
+
+
+LOCMEM = "django.core.cache.backends.locmem.LocMemCache"
+IN_MEMORY = {"default": {"BACKEND": LOCMEM}}  # the patches below meet this backend, whatever the suite's is
+
+
+@override_settings(DJANGO_MCP={"RATE_LIMIT": "1/m"}, RATELIMIT_ENABLE=False)
+async def test_ratelimit_enable_off_counts_nothing(async_client):
+    token = await caller()
+    assert [(await send(async_client, token)).status_code for _ in range(3)] == [200, 200, 200]
+
+
+@override_settings(DJANGO_MCP={"RATE_LIMIT": "3/m"}, CACHES=IN_MEMORY)
+async def test_a_counter_that_expires_between_add_and_incr_opens_a_new_window(async_client):
+    token = await caller()
+    with (
+        mock.patch(f"{LOCMEM}.add", side_effect=[False, True]),
+        mock.patch(f"{LOCMEM}.incr", side_effect=ValueError("gone")),
+    ):
+        assert (await send(async_client, token)).status_code == 200
+
+
+@pytest.mark.parametrize("fail_open, status", [(False, 503), (True, 200)])
+async def test_a_cache_that_will_not_count_fails_closed_unless_told_open(async_client, fail_open, status):
+    token = await caller()
+    with (
+        override_settings(DJANGO_MCP={"RATE_LIMIT": "3/m"}, RATELIMIT_FAIL_OPEN=fail_open, CACHES=IN_MEMORY),
+        mock.patch(f"{LOCMEM}.add", return_value=False),
+        mock.patch(f"{LOCMEM}.incr", side_effect=ValueError("gone")),
+    ):
+        response = await send(async_client, token)
+    assert response.status_code == status
+    if status == 503:
+        said = json.loads(response.content)["error"]["message"]
+        assert said == "Rate limits cannot be counted now: try again shortly"
