@@ -10,6 +10,7 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
+from ..pooled import gives_back_pooled_connections
 from ..protocol.errors import INVALID_REQUEST, McpJsonRpcError
 from . import cache
 from .conf import AuthSettings, get_auth_settings
@@ -90,8 +91,9 @@ class BearerAuth:
         if verified is None:
             since = cache.generation()
             request._mcp_resource = resource  # type: ignore[attr-defined]  # what the verifiers check against
-            # The verifiers may query the database or fetch keys: in the request's worker thread.
-            verified = await sync_to_async(self.verify)(request, token)
+            # The verifiers may query the database or fetch keys: in the request's worker thread, which gives
+            # its pooled connection back before the request goes on to wait for the tasks' store (pooled.py).
+            verified = await sync_to_async(gives_back_pooled_connections(self.verify))(request, token)
             cache.remember(key, verified, settings.OAUTH_TOKEN_CACHE_SECONDS, since)
         return self._admit(request, verified, resource)
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from asgiref.sync import sync_to_async
 
+from ..pooled import gives_back_pooled_connections
 from .context import McpRequest
 
 logger = logging.getLogger("django_mcp")
@@ -39,7 +40,7 @@ async def apermitted(request: McpRequest, permissions: Iterable[str]) -> bool:
         return False
     # The sync has_perms, in the request's thread: Django's async path skips backends without ahas_perm
     # (and BaseBackend.ahas_perm ignores an overridden has_perm), as with rules-style backends.
-    return bool(await sync_to_async(user.has_perms)(wanted))
+    return bool(await sync_to_async(gives_back_pooled_connections(user.has_perms))(wanted))
 
 
 async def avisible(request: McpRequest, items: list[T]) -> list[T]:
