@@ -57,7 +57,13 @@ VENV_SPECS = {
     "sdk": ["mcp>=2.3,<2.4", *SERVER_PINS],
     "mcpz": ["django-mcpz==1.2.0", *SERVER_PINS],
 }
-HARNESS_EXTRA = [*SERVER_PINS, "matplotlib>=3.8", "py-spy>=0.3.14", "opentelemetry-sdk>=1.30"]
+HARNESS_EXTRA = [
+    *SERVER_PINS,
+    "matplotlib>=3.8",
+    "py-spy>=0.3.14",
+    "opentelemetry-sdk>=1.30",
+    "opentelemetry-exporter-otlp-proto-http>=1.30",  # the deployed target's exporter and bench/otlp_receiver.py
+]
 
 
 # ---------------------------------------------------------------------------------------------- config
@@ -131,6 +137,8 @@ class Target:
 LIMITED = ("BENCH_RATE_LIMIT", "100000000/h")
 TRACED = ("BENCH_OTEL", "1")
 AUDITED = ("BENCH_AUDIT", "1")
+DEPLOYED = ("BENCH_DEPLOYED", "1")  # bench/djbench/settings.py says what it turns on
+MCPZ_OAUTH = ("BENCH_MCPZ_AUTH", "oauth")  # bench/mcpz/settings.py
 DJANGO_ASGI = ("BENCH_ASGI", "django")  # Django's own ASGI application instead of django_mcp.asgi's
 
 
@@ -149,11 +157,19 @@ def all_targets() -> list[Target]:
         Target("django_mcp uvicorn pg auth", "dj", "uvicorn", "postgres", "harness", signed, "/mcp-auth/", True),
         # DJANGO_MCP["RATE_LIMIT"] on, at a rate the load never reaches: what counting costs.
         Target("django_mcp uvicorn sqlite limited", "dj", "uvicorn", "sqlite", "harness", signed, env=(LIMITED,)),
+        Target("django_mcp uvicorn pg limited", "dj", "uvicorn", "postgres", "harness", signed, env=(LIMITED,)),
         # An OpenTelemetry SDK configured (spans and metrics made, exported nowhere): what tracing costs when
         # on. Every other django_mcp target has opentelemetry-api installed and no provider: tracing off.
         Target("django_mcp uvicorn sqlite traced", "dj", "uvicorn", "sqlite", "harness", signed, env=(TRACED,)),
+        Target("django_mcp uvicorn pg traced", "dj", "uvicorn", "postgres", "harness", signed, env=(TRACED,)),
         # DJANGO_MCP["AUDIT"] on: a row per tools/call, written off the request's path.
         Target("django_mcp uvicorn sqlite audited", "dj", "uvicorn", "sqlite", "harness", signed, env=(AUDITED,)),
+        Target("django_mcp uvicorn pg audited", "dj", "uvicorn", "postgres", "harness", signed, env=(AUDITED,)),
+        # What a team runs after `check --deploy`: PostgreSQL and Redis, sign-in with django-oauth-toolkit's
+        # access tokens, rate limits counted in Redis, the audit log, spans and metrics exported over OTLP/HTTP.
+        Target(
+            "django_mcp uvicorn pg deployed", "dj", "uvicorn", "postgres", "harness", dj, auth=True, env=(DEPLOYED,)
+        ),
         # The django_mcp targets serve django_mcp.asgi's application (request threads pooled), as the docs
         # say; this one serves Django's own, to show what the pool is worth.
         Target(
@@ -168,6 +184,12 @@ def all_targets() -> list[Target]:
         Target("fastmcp redis", "fastmcp", "uvicorn", "redis", "fastmcp", ("create", "get", "e2e")),
         Target("mcp sdk", "sdk", "uvicorn", "-", "sdk", ("call",)),
         Target("django-mcpz", "mcpz", "uvicorn", "-", "mcpz", ("call",)),
+        # The peers with their own sign-in on, as deployed: fastmcp's JWTVerifier (RS256 tokens of an outside
+        # authorization server, a static key as a cached JWKS would be) and django-mcpz's OAuth access tokens
+        # (its own authorization server's rows, one indexed query per request; SQLite).
+        Target("fastmcp deployed", "fastmcp", "uvicorn", "memory", "fastmcp", ("call",), auth=True),
+        Target("fastmcp redis deployed", "fastmcp", "uvicorn", "redis", "fastmcp", ("create", "get"), auth=True),
+        Target("django-mcpz deployed", "mcpz", "uvicorn", "sqlite", "mcpz", ("call",), auth=True, env=(MCPZ_OAUTH,)),
     ]
 
 
@@ -297,7 +319,7 @@ def harness_requirements() -> list[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     servers = [*extras["postgres"], *extras["mysql"], *extras["redis"]]
-    return [*project["dependencies"], *servers, *extras["otel"], *HARNESS_EXTRA]
+    return [*project["dependencies"], *servers, *extras["otel"], *extras["oauth"], *HARNESS_EXTRA]
 
 
 def ensure_venv(name: str, base_python: str) -> tuple[bool, str]:
@@ -531,6 +553,8 @@ class Bench:
         # keeps busy; above QUIET_CORES the block waits (at most QUIET_WAIT_S, QUIET_BUDGET_S in all).
         self.others_busy: float | None = None
         self.live_pids: set[int] = set()  # this run's servers now running
+        self.otlp: subprocess.Popen[bytes] | None = None  # bench/otlp_receiver.py, for the deployed target
+        self.otlp_port = 0
         self.quiet_budget = 0.0 if args.smoke else QUIET_BUDGET_S
         self.quiet_waited = 0.0
         self.skipped: dict[str, str] = {}
@@ -625,12 +649,68 @@ class Bench:
                 env["BENCH_SQLITE"] = str(WORK / f"{target.server}.sqlite3")
         elif target.kind == "mcpz":
             env["DJANGO_SETTINGS_MODULE"] = "bench.mcpz.settings"
+            env["BENCH_SQLITE"] = str(WORK / "mcpz.sqlite3")
+        if DEPLOYED in target.env:
+            env["BENCH_OTLP"] = f"http://{HOST}:{self.otlp_receiver()}"
         env.update(dict(target.env))
         env.update(extra or {})
         return env
 
     def python_for(self, target: Target) -> str:
         return self.pythons[target.venv]
+
+    def sign_in(self, target: Target, port: int | None = None) -> dict[str, str]:
+        """A token for an authenticated target into ``self.tokens``; returns the extra environment its server
+        needs (fastmcp: the public key of its tokens). django-mcpz binds a token to the endpoint's URL, port
+        included: minted once its server has a port (before the readiness probe)."""
+        if target.kind == "dj":
+            self.tokens[target.name] = self.seed(target, ["token"])["token"]
+            return {}
+        out = WORK / f"token-{uuid.uuid4().hex}.json"
+        env: dict[str, str] = {}
+        if target.kind == "fastmcp":
+            pem = WORK / f"jwt-{uuid.uuid4().hex}.pem"
+            args = ["-m", "bench.servers.fastmcp_token", "--public-key", str(pem), "--out", str(out)]
+            env["BENCH_JWT_PUBLIC_KEY_FILE"] = str(pem)
+        else:
+            args = ["-m", "bench.mcpz.token", "--resource", f"http://{HOST}:{port}{target.path}", "--out", str(out)]
+        run = subprocess.run(
+            [self.python_for(target), *args],
+            cwd=self.src,
+            env=self.env_for(target),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if run.returncode != 0:
+            raise RuntimeError(f"signing in to {target.name} failed: {run.stderr[-1500:]}")
+        self.tokens[target.name] = json.loads(out.read_text())["token"]
+        out.unlink()
+        return env
+
+    def otlp_receiver(self) -> int:
+        """The port of this run's OTLP/HTTP receiver (started on first use, on the load generator's core)."""
+        if self.otlp is None:
+            self.otlp_port = free_port()
+            command = [self.pythons["harness"], str(BENCH / "otlp_receiver.py"), "--port", str(self.otlp_port)]
+            if self.pin:
+                command = ["taskset", "-c", "1", *command]
+            self.otlp = subprocess.Popen(command, cwd=ROOT)
+            for _ in range(100):
+                if tcp_open(HOST, self.otlp_port):
+                    break
+                time.sleep(0.05)
+            else:
+                raise RuntimeError("the OTLP receiver did not start")
+        return self.otlp_port
+
+    def otlp_counts(self) -> dict[str, int]:
+        """What the OTLP receiver has been sent so far: spans, posts, bytes."""
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://{HOST}:{self.otlp_port}/counts", timeout=5) as answer:
+            counts: dict[str, int] = json.loads(answer.read())
+            return counts
 
     def seed(self, target: Target, command: list[str], timeout: float = 300) -> dict[str, Any]:
         out = WORK / f"seed-{uuid.uuid4().hex}.json"
@@ -774,6 +854,8 @@ class Bench:
         self.live_pids.add(server.pid)
         server.on_stop = self.live_pids.discard
         try:
+            if target.auth and target.kind == "mcpz":
+                self.sign_in(target, server.port)
             server.wait_ready()
             probe = (
                 {"method": "server/discover", "params": {}}
@@ -802,8 +884,8 @@ class Bench:
                 "BENCH_DOCKET_URL": "memory://" if target.store == "memory" else DOCKET_REDIS_URL,
                 "BENCH_DOCKET_NAME": docket_name,
             }
-        if target.auth:  # before the server starts: its readiness probe signs in too
-            self.tokens[target.name] = self.seed(target, ["token"])["token"]
+        if target.auth and target.kind != "mcpz":  # before the server starts: its readiness probe signs in too
+            extra.update(self.sign_in(target))
         server = self.start(target, extra)
         try:
             ids: list[str] = []
@@ -1156,14 +1238,22 @@ class Bench:
             log(f"round {round_no}/{s.rounds}")
             for target in self.targets:
                 self.guarded("block", target, self.block, round_no)
-        pg = [t for t in self.targets if t.kind == "dj" and t.pg]
+        # The phases below measure the plain targets (no feature switched on), and tracing's memory.
+        plain = [t for t in self.targets if t.kind == "dj" and not t.auth and not t.env]
+        pg = [t for t in plain if t.pg]
         if pg and not self.smoke and "xworker" in phases:
             log("cross-worker phase: create on A, cancel on B, seen on B's listen stream")
             for round_no in range(1, s.rounds + 1):
                 for target in pg:
                     self.guarded("cross-worker cancel", target, self.block_xworker, round_no)
         if not self.smoke and "memory" in phases:
-            mem = [t for t in self.targets if (t.kind == "dj" and t.server == "uvicorn") or t.kind == "fastmcp"]
+            mem = [
+                t
+                for t in self.targets
+                if (t in plain and t.server == "uvicorn")
+                or (t.kind == "dj" and TRACED in t.env)
+                or (t.kind == "fastmcp" and not t.auth)
+            ]
             log(
                 f"memory phase: batches of up to {s.mem_tasks} tasks "
                 f"({s.mem_batch_s:.0f} s cap retained, {s.mem_cap_s:.0f} s running)"
@@ -1171,7 +1261,7 @@ class Bench:
             for target in mem:
                 self.guarded("memory", target, self.block_memory)
         if not self.smoke and "parked" in phases:
-            parked = [t for t in self.targets if t.kind == "dj" and t.server == "uvicorn"]
+            parked = [t for t in plain if t.server == "uvicorn"]
             log(
                 f"parked phase: SQL statements per minute with {s.parked_tasks} tasks in input_required "
                 f"({s.parked_window_s:.0f} s window, {s.parked_idle_s:.0f} s idle before)"
@@ -1201,6 +1291,15 @@ class Bench:
                 with contextlib.suppress(Exception):
                     self.seed(pg[0], ["clear"])
         self.loadgen.stop()
+        if self.otlp is not None:
+            with contextlib.suppress(OSError, ValueError):
+                counts = self.otlp_counts()
+                self.notes.append(
+                    f"the deployed target exported {counts['spans']} spans in {counts['span_posts']} posts and "
+                    f"{counts['metric_posts']} metric exports ({counts['bytes']} bytes) to the OTLP receiver"
+                )
+            self.otlp.terminate()
+            self.otlp.wait(10)
         self.finish()
 
     def finish(self) -> None:

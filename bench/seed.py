@@ -173,14 +173,40 @@ def redis_clean(url: str, prefix: str) -> int:
 
 
 def token() -> dict:
-    """A personal token of the user ``bench`` (the authenticated targets' caller)."""
+    """A token of the user ``bench`` (the authenticated targets' caller): a personal token, or in the deployed
+    shape an access token django-oauth-toolkit issued to a registered client for the endpoint."""
+    from django.conf import settings
     from django.contrib.auth.models import User
 
     from django_mcp.models import PersonalToken
 
     user, _ = User.objects.get_or_create(username="bench")
-    _, issued = PersonalToken.issue(user, "bench")
-    return {"token": issued}
+    if not getattr(settings, "DEPLOYED", False):
+        _, issued = PersonalToken.issue(user, "bench")
+        return {"token": issued}
+    import secrets
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from oauth2_provider.models import AccessToken, Application
+
+    client, _ = Application.objects.get_or_create(
+        name="bench client",
+        defaults={
+            "client_type": Application.CLIENT_PUBLIC,
+            "authorization_grant_type": Application.GRANT_AUTHORIZATION_CODE,
+            "redirect_uris": "http://127.0.0.1/callback",
+        },
+    )
+    access = AccessToken.objects.create(
+        user=user,
+        application=client,
+        token=secrets.token_urlsafe(32),
+        scope="mcp",
+        resource=[settings.DJANGO_MCP["OAUTH_RESOURCE_URL"]],
+        expires=timezone.now() + timedelta(hours=2),
+    )
+    return {"token": access.token}
 
 
 def main() -> None:

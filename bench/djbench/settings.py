@@ -6,8 +6,13 @@ Not the test settings. Switched by environment variables set by ``bench/run.py``
   (``PGHOST``/``PGPORT``/``PGUSER``/``PGPASSWORD``/``PGDATABASE``, default 127.0.0.1:5432 postgres/test)
   or ``BENCH_DB=mysql`` (``MYSQL_HOST``/``MYSQL_PORT``/``MYSQL_USER``/``MYSQL_PASSWORD``/``MYSQL_DATABASE``,
   default 127.0.0.1:3306 root/bench)
-- ``BENCH_REDIS=redis://...``: the Redis pub/sub channel layer (else the in-memory layer)
+- ``BENCH_REDIS=redis://...``: the Redis pub/sub channel layer and the Redis cache (else the in-memory layer and
+  Django's default, per-process cache)
 - ``BENCH_POLL_MS``: the ``pollIntervalMs`` the tasks extension advertises (default 100)
+- ``BENCH_DEPLOYED=1``: the shape a team deploys (with ``BENCH_DB=postgres`` and ``BENCH_REDIS``): sign-in with
+  django-oauth-toolkit's access tokens as docs/sign-in.md sets it up, rate limits on (counted in the Redis
+  cache), the audit log on, and the OpenTelemetry SDK exporting spans through a ``BatchSpanProcessor`` and
+  metrics every 10 s over OTLP/HTTP to ``BENCH_OTLP`` (a receiver on 127.0.0.1)
 """
 
 import os
@@ -78,6 +83,15 @@ else:
     }
 
 if os.environ.get("BENCH_REDIS"):
+    # The production shape (docs/deployment.md): Redis is the cache too (handshake sessions, remembered tokens,
+    # rate-limit counters), shared by every worker.
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": os.environ["BENCH_REDIS"],
+            "KEY_PREFIX": "bench",
+        }
+    }
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
@@ -86,6 +100,8 @@ if os.environ.get("BENCH_REDIS"):
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+DEPLOYED = os.environ.get("BENCH_DEPLOYED") == "1"
 
 DJANGO_MCP = {
     "SERVER_NAME": "bench-django-mcp",
@@ -99,6 +115,18 @@ DJANGO_MCP = {
 # no client looks for its sign-in metadata (serving it would add URL patterns to every request's routing).
 SILENCED_SYSTEM_CHECKS = ["django_mcp.W005", "django_mcp.E015"]
 
+if DEPLOYED:
+    from django_mcp.auth import authorization_server_settings
+
+    INSTALLED_APPS.insert(INSTALLED_APPS.index("django_mcp"), "oauth2_provider")
+    OAUTH2_PROVIDER = authorization_server_settings()
+    DJANGO_MCP.update(
+        AUTH="django_mcp.auth.BearerAuth",
+        OAUTH_RESOURCE_URL="http://127.0.0.1/mcp/",
+        RATE_LIMIT="100000000/h",  # counted in Redis on every request, never reached
+        AUDIT=True,
+    )
+
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGGING = {
@@ -108,7 +136,22 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "WARNING"},
 }
 
-if os.environ.get("BENCH_OTEL") == "1":  # the "traced" target: spans and metrics made, exported nowhere
+if DEPLOYED:  # spans and metrics exported over OTLP/HTTP, as a collector beside the service would take them
+    from opentelemetry import metrics, trace
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    _otlp = os.environ["BENCH_OTLP"]
+    _provider = TracerProvider()
+    _provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{_otlp}/v1/traces")))
+    trace.set_tracer_provider(_provider)
+    _reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=f"{_otlp}/v1/metrics"), 10_000)
+    metrics.set_meter_provider(MeterProvider(metric_readers=[_reader]))
+elif os.environ.get("BENCH_OTEL") == "1":  # the "traced" target: spans and metrics made, exported nowhere
     from opentelemetry import metrics, trace
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.trace import TracerProvider

@@ -11,10 +11,18 @@ answers JSON. ``auth=public``: no authentication, as for the other targets.
 from __future__ import annotations
 
 import msgspec
+from django.conf import settings
 from django.urls import path
 from django_mcpz.server import MCPServer, public
 
-server = MCPServer(name="bench-django-mcpz", version="0.1.0", auth=public)
+if settings.AUTH == "oauth":
+    from django_mcpz.oauth.auth import oauth_auth as auth
+elif settings.AUTH == "tokens":
+    from django_mcpz.bearer_tokens.auth import token_auth as auth
+else:
+    auth = public
+
+server = MCPServer(name="bench-django-mcpz", version="0.1.0", auth=auth)
 
 
 class EchoParams(msgspec.Struct):
