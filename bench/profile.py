@@ -151,6 +151,8 @@ def scratch_runner(name: str, target: bench.Target) -> bench.Bench:
     runner.loadgen = bench.LoadGen(runner.pythons["harness"], runner.pin)
     if target.kind == "dj":
         runner.seed(target, ["migrate"], timeout=120)
+        if target.auth:
+            runner.sign_in(target)
     return runner
 
 

@@ -109,3 +109,22 @@ def skip_csrf_check(request: HttpRequest) -> None:
     no forgery to guard against; django-ninja's and DRF's session auth run the middleware's check themselves.
     """
     request._dont_enforce_csrf_checks = True  # type: ignore[attr-defined]
+
+
+def redis_cache_primary(cache: Any) -> tuple[str, dict[str, Any]] | None:
+    """The URL of the server a Django ``RedisCache`` writes to and the options its connection pool gets, or
+    None (another cache, or a ``RedisCache`` whose shape changed).
+
+    Django keeps both on the cache object only (``_servers``, ``_options``); an asyncio client of the same
+    server (``server.rates``) needs them.
+    """
+    from django.core.cache.backends.redis import RedisCache
+
+    servers, options = getattr(cache, "_servers", None), getattr(cache, "_options", None)
+    if not isinstance(cache, RedisCache) or not servers or not isinstance(servers[0], str):
+        return None
+    if not isinstance(options, dict):
+        return None
+    # What Django's RedisCacheClient takes for itself; the rest goes to redis-py's ConnectionPool.from_url.
+    pool_options = {k: v for k, v in options.items() if k not in ("pool_class", "parser_class", "serializer")}
+    return servers[0], pool_options

@@ -9,12 +9,16 @@ any other backend is used as Django hands it out.
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import weakref
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import BaseCache, caches
 from django.core.signals import setting_changed
+
+from .compat import redis_cache_primary
 
 SHAREABLE_BACKENDS = frozenset(
     {
@@ -41,9 +45,32 @@ def shared_cache(alias: str) -> BaseCache:
         return _shared.setdefault(alias, caches.create_connection(alias))
 
 
+_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def async_redis_of(cache: BaseCache) -> Any | None:
+    """A ``redis.asyncio`` client of the server a ``RedisCache`` writes to, one per event loop and server (its
+    connections belong to the loop) with the cache's options, so a count is a round trip on the loop, not a
+    thread's; None for another cache."""
+    primary = redis_cache_primary(cache)
+    if primary is None:
+        return None
+    url, options = primary
+    clients = _async_clients.setdefault(asyncio.get_running_loop(), {})
+    client = clients.get(url)
+    if client is None:
+        import redis.asyncio
+
+        client = clients[url] = redis.asyncio.Redis(
+            connection_pool=redis.asyncio.ConnectionPool.from_url(url, **options)
+        )
+    return client
+
+
 def _forget(*, setting: str, **kwargs: Any) -> None:
     if setting == "CACHES":
         _shared.clear()
+        _async_clients.clear()
 
 
 setting_changed.connect(_forget, dispatch_uid="django_mcp.shared_caches.forget")

@@ -1,6 +1,6 @@
-"""Rate limits per caller: a fixed window counted atomically (``add``, ``incr``) in the Django cache
-``RATELIMIT_USE_CACHE`` names (django-ratelimit's setting, and its rates and ``RATELIMIT_ENABLE`` /
-``RATELIMIT_FAIL_OPEN``), so a limit holds across workers.
+"""Rate limits per caller: a fixed window counted atomically (``add``, ``incr``; on Redis the same in one
+pipelined round trip on the event loop) in the Django cache ``RATELIMIT_USE_CACHE`` names (django-ratelimit's
+setting, and its rates and ``RATELIMIT_ENABLE`` / ``RATELIMIT_FAIL_OPEN``), so a limit holds across workers.
 
 ``DJANGO_MCP["RATE_LIMIT"]`` bounds every request of one caller (its :attr:`McpRequest.limit_key`:
 the principal, or for an anonymous caller its address); ``@tool(rate_limit=...)`` bounds one tool's
@@ -14,6 +14,7 @@ import hashlib
 import logging
 import time
 import zlib
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -23,7 +24,7 @@ from django.core.cache.backends.locmem import LocMemCache
 
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
-from ..shared_caches import shared_cache
+from ..shared_caches import async_redis_of, shared_cache
 from .context import McpRequest
 from .definitions import split_rate
 from .notify import unavailable
@@ -53,6 +54,15 @@ def _count(cache: BaseCache, key: str, period: int) -> int | None:
         return 1 if cache.add(key, 1, period + _EXPIRATION_FUDGE) else None
 
 
+async def _acount_in_redis(client: Any, key: str, period: int) -> int:
+    """``_count`` in one round trip: the window opened if absent (with its expiry), then counted on."""
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.set(key, 0, ex=period + _EXPIRATION_FUDGE, nx=True)
+        pipe.incr(key)
+        _, count = await pipe.execute()
+    return int(count)
+
+
 async def _aenforce(request: McpRequest, rate: str, group: str, what: str) -> None:
     if not getattr(settings, "RATELIMIT_ENABLE", True):
         return
@@ -65,11 +75,13 @@ async def _aenforce(request: McpRequest, rate: str, group: str, what: str) -> No
         + hashlib.md5(f"{group}|{rate}|{window_end}|{caller}".encode(), usedforsecurity=False).hexdigest()
     )
     # The process's one object of the cache (shared_caches says why); an in-memory cache answers on the loop,
-    # any other (Redis, the database) in a thread.
+    # Redis on the loop's own client (the same key and value as the cache's add and incr), any other in a thread.
     cache = shared_cache(getattr(settings, "RATELIMIT_USE_CACHE", "default"))
     try:
         if isinstance(cache, LocMemCache | DummyCache):
             count = _count(cache, key, period)
+        elif (client := async_redis_of(cache)) is not None:
+            count = await _acount_in_redis(client, cache.make_and_validate_key(key), period)
         else:
             count = await sync_to_async(_count)(cache, key, period)
     except Exception as exc:  # the cache is down (a cache backend may raise anything)

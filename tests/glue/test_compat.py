@@ -118,3 +118,15 @@ def test_csrf_middleware_still_honours_the_flag_that_skips_its_check():
     request = RequestFactory().post("/", {})
     compat.skip_csrf_check(request)
     assert middleware.process_view(request, lambda r: None, (), {}) is None
+
+
+def test_djangos_redis_cache_still_keeps_its_servers_and_options():
+    from django.core.cache.backends.locmem import LocMemCache
+    from django.core.cache.backends.redis import RedisCache
+
+    cache = RedisCache(
+        "redis://127.0.0.1:6390/2,redis://127.0.0.1:6391/2",
+        {"OPTIONS": {"pool_class": "redis.BlockingConnectionPool", "socket_timeout": 3}},
+    )
+    assert compat.redis_cache_primary(cache) == ("redis://127.0.0.1:6390/2", {"socket_timeout": 3})
+    assert compat.redis_cache_primary(LocMemCache("here", {})) is None

@@ -131,13 +131,15 @@ def test_e017_a_rate_limit_cache_that_does_not_exist_and_w017_a_per_process_one(
         assert check_rate_limit_cache() == []
 
 
-@override_settings(DJANGO_MCP={"RATE_LIMIT": "3/m"})
+@override_settings(
+    DJANGO_MCP={"RATE_LIMIT": "3/m"}, CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+)
 async def test_a_cache_that_cannot_count_answers_503(async_client):
+    """(A Redis that is down: test_a_redis_that_is_down_answers_503_and_counting_resumes_when_it_is_back.)"""
     token = await caller()
     with (
         mock.patch("django.core.cache.backends.locmem.LocMemCache.add", side_effect=ConnectionError),
         mock.patch("django.core.cache.backends.locmem.LocMemCache.incr", side_effect=ValueError),
-        mock.patch("django.core.cache.backends.redis.RedisCache.add", side_effect=ConnectionError),
     ):
         response = await send(async_client, token)
     assert response.status_code == 503 and response["Retry-After"] == "2"
@@ -158,6 +160,49 @@ async def test_counting_in_redis_reuses_one_connection_and_stays_exact(async_cli
         opened = int(stats.info("stats")["total_connections_received"]) - before
     assert answers == [200] * 20 + [429]
     assert opened <= 2, opened  # the counting thread's one connection (and the session's mark read, if any)
+
+
+def _redis_cache(port: int) -> dict:
+    location = f"redis://127.0.0.1:{port}/0"
+    return {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": location}}
+
+
+async def test_counting_in_redis_is_one_round_trip_on_the_loop_and_the_caches_own_counter(async_client, private_redis):
+    """The window's counter is the key and value Django's add and incr would write, with the window's expiry."""
+    import redis
+
+    token = await caller()
+    with override_settings(CACHES=_redis_cache(private_redis.port), DJANGO_MCP={"RATE_LIMIT": "5/m"}):
+        stats = redis.Redis(port=private_redis.port)
+        before = int(stats.info("commandstats").get("cmdstat_incrby", {}).get("calls", 0))
+        with mock.patch("django_mcp.server.rates.sync_to_async", side_effect=AssertionError("a thread hop")):
+            assert [(await send(async_client, token)).status_code for _ in range(3)] == [200] * 3
+        counted = int(stats.info("commandstats")["cmdstat_incrby"]["calls"]) - before
+        keys = list(stats.scan_iter("*django_mcp:rate:*"))
+        assert counted == 3 and len(keys) == 1
+        assert 60 < stats.ttl(keys[0]) <= 65  # the window and django-ratelimit's 5 s beyond it
+        from django.core.cache import cache
+
+        name = keys[0].decode().split(":", 2)[2]  # Django's key without its prefix and version
+        assert await sync_to_async(cache.get)(name) == 3  # what the cache's add and incr read and write
+        await sync_to_async(cache.incr)(name)
+        assert [(await send(async_client, token)).status_code for _ in range(2)] == [200, 429]
+
+
+async def test_a_redis_that_is_down_answers_503_and_counting_resumes_when_it_is_back(async_client, private_redis):
+    token = await caller()
+    with override_settings(CACHES=_redis_cache(private_redis.port), DJANGO_MCP={"RATE_LIMIT": "5/m"}):
+        assert (await send(async_client, token)).status_code == 200
+        private_redis.stop()
+        try:
+            response = await send(async_client, token)
+            assert response.status_code == 503 and response["Retry-After"] == "2"
+            assert json.loads(response.content)["error"]["message"] == (
+                "Rate limits cannot be counted now: try again shortly"
+            )
+        finally:
+            private_redis.start()
+        assert (await send(async_client, token)).status_code == 200
 
 
 LOCMEM = "django.core.cache.backends.locmem.LocMemCache"
