@@ -89,6 +89,10 @@ def remote_context(meta: Any, headers: Mapping[str, str]) -> Any:
     """The client's trace context: ``params._meta`` first (SEP-414), the HTTP headers as a fallback."""
     _, _, propagate = _otel()
     carrier = meta if isinstance(meta, Mapping) and "traceparent" in meta else headers
+    if not any(field in carrier for field in propagate.get_global_textmap().fields):
+        from opentelemetry.context import Context
+
+        return Context()  # what extracting nothing gives: no parent (most requests carry no trace context)
     return propagate.extract({k: v for k, v in carrier.items() if isinstance(v, str)})
 
 

@@ -79,6 +79,17 @@ async def test_the_http_headers_are_the_fallback_context(async_client, otel):
     assert format(span.context.trace_id, "032x") == CLIENT_TRACE
 
 
+@pytest.mark.parametrize("headers", [{}, {"tracestate": "vendor=1"}], ids=["nothing", "tracestate-alone"])
+async def test_without_a_trace_context_the_span_is_a_root_and_an_ambient_span_only_a_link(async_client, otel, headers):
+    spans, _ = otel
+    ambient = TracerProvider().get_tracer("an HTTP server's instrumentation")
+    with ambient.start_as_current_span("POST /mcp") as outer:
+        await rpc(async_client, "tools/list", headers=headers)
+    span = named(spans, "tools/list")
+    assert span.parent is None
+    assert [link.context.span_id for link in span.links] == [outer.get_span_context().span_id]
+
+
 async def test_errors_set_error_type_and_the_status(async_client, otel):
     spans, _ = otel
     await rpc(async_client, "tools/call", {"name": "no_such_tool"})
