@@ -2,7 +2,7 @@
 
 Publishing is best-effort and bounded: :func:`abroadcast` never raises and gives up after
 ``LISTEN_LAYER_TIMEOUT_SECONDS``. A failed publish is not silent for the listen streams it was
-meant for: the failure listeners (the listen streams' layer watch, ``listen.py``) end the local
+meant for: the failure listeners (the listen streams' layer watch, ``listen/layer_health.py``) end the local
 streams of that group with an error and check the layer at once. Repeated failures during an outage
 log a bounded number of lines (:class:`Throttle`).
 """
@@ -162,7 +162,7 @@ def on_publish(hook: PublishHook) -> None:
 
     The hook answers whether it handed the message to streams of this loop.
 
-    The listen streams' hook (``listen.py``) hands a group's final message to the loop's own streams
+    The listen streams' hook (``listen/fanout.py``) hands a group's final message to the loop's own streams
     at once when it may (see :func:`abroadcast`'s ``final``), and tags the loop's other messages so
     that it knows when they came back.
     """

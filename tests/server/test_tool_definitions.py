@@ -181,7 +181,9 @@ class TestDefinitionErrors:
 
     def test_extension_options_are_kept_for_the_extensions(self):
         # Validated by the extension that claims them (system check django_mcp.E006), not by the core.
-        ToolRegistry().register(echo, task_support="sometimes")
+        registry = ToolRegistry()
+        registry.register(echo, task_support="sometimes")
+        assert dict(registry.get("echo").extension_options) == {"task_support": "sometimes"}
 
     @pytest.mark.parametrize(
         "schema", [{"type": "array"}, {"type": "string"}, {"properties": {}}, {}, {"type": ["object", "null"]}]

@@ -365,7 +365,7 @@ def test_task_backend_options_are_validated(value):
 
 @pytest.mark.parametrize("value", [None, "fleet"])
 def test_task_backend_options_accepted(value):
-    McpTasks.tool_options["task_backend"](value)
+    assert McpTasks.tool_options["task_backend"](value) is None  # no ValueError: accepted
 
 
 async def test_the_enqueue_and_the_job_id_share_one_store_thread_and_connection(async_client, monkeypatch):
