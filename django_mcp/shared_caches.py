@@ -45,6 +45,8 @@ def shared_cache(alias: str) -> BaseCache:
         return _shared.setdefault(alias, caches.create_connection(alias))
 
 
+_ASYNC_MAX_CONNECTIONS = 20  # per event loop and server, unless the cache's OPTIONS say max_connections
+_ASYNC_WAIT_SECONDS = 5  # for a free connection; then the caller fails as for a Redis that is down
 _async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
@@ -61,8 +63,11 @@ def async_redis_of(cache: BaseCache) -> Any | None:
     if client is None:
         import redis.asyncio
 
+        # A bounded pool whose callers wait for a free connection: a burst of requests must neither open a
+        # connection each nor fail past redis-py's default limit (100) with "Too many connections".
+        bounded = {"max_connections": _ASYNC_MAX_CONNECTIONS, "timeout": _ASYNC_WAIT_SECONDS, **options}
         client = clients[url] = redis.asyncio.Redis(
-            connection_pool=redis.asyncio.ConnectionPool.from_url(url, **options)
+            connection_pool=redis.asyncio.BlockingConnectionPool.from_url(url, **bounded)
         )
     return client
 

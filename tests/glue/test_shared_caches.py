@@ -72,3 +72,27 @@ def test_new_cache_settings_make_a_new_object():
 def test_an_alias_that_is_not_configured_is_djangos_error():
     with override_settings(CACHES=LOCMEM), pytest.raises(InvalidCacheBackendError):
         shared_cache("nowhere")
+
+
+async def test_a_burst_of_rate_counts_waits_for_a_few_connections_instead_of_failing(private_redis):
+    """redis-py's asyncio pool refuses a 101st connection ("Too many connections"): 300 requests counted at once
+    would have answered 503. The loop's client waits for one of its few connections instead."""
+    from django_mcp.server.rates import _acount_in_redis
+    from django_mcp.shared_caches import async_redis_of
+
+    with override_settings(CACHES=_redis_caches(private_redis.port)):
+        client = async_redis_of(shared_cache("default"))
+        assert client is async_redis_of(shared_cache("default"))  # one per loop
+        before = _connections_received(private_redis.port)
+        counts = await asyncio.gather(*(_acount_in_redis(client, "burst", 60) for _ in range(300)))
+        opened = _connections_received(private_redis.port) - before - 1  # less the one asking for the figure
+        await client.aclose()
+    assert sorted(counts) == list(range(1, 301))
+    assert 1 <= opened <= 20, opened
+
+
+async def test_another_cache_has_no_asyncio_client():
+    from django_mcp.shared_caches import async_redis_of
+
+    with override_settings(CACHES=LOCMEM):
+        assert async_redis_of(shared_cache("default")) is None
