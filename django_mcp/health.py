@@ -96,15 +96,9 @@ async def _achannel_layer() -> str | None:
 
 
 def _oldest_queued_seconds() -> float | None:
-    from .tasks.models import ACTIVE, Task
+    from .tasks.store.reports import oldest_unclaimed_fleet_task
 
-    oldest = (
-        Task.objects.filter(status__in=ACTIVE, node="")
-        .exclude(backend="")
-        .order_by("created_at")
-        .values_list("created_at", flat=True)
-        .first()
-    )
+    oldest = oldest_unclaimed_fleet_task()
     return (timezone.now() - oldest).total_seconds() if oldest is not None else None
 
 

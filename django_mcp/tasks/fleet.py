@@ -22,7 +22,7 @@ from ..server.handlers import call_handler
 from .conf import get_tasks_settings
 from .models import ACTIVE, Task, TaskStatus
 from .store.errors import aretried_while_down
-from .store.operations import set_job
+from .store.operations import load_with_user, set_job
 
 if TYPE_CHECKING:
     from .plugin import McpTasks
@@ -111,7 +111,7 @@ def _rebuild_request(task: Task, namespace: str) -> Any:
 
 
 def _load(task_id: str) -> Task | None:
-    return Task.objects.select_related("user").filter(pk=task_id).first()
+    return load_with_user(task_id)
 
 
 async def arun(task_id: str, namespace: str) -> str:

@@ -8,16 +8,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.db import connections, router
-from django.db.models import Count
 
 from ..server.telemetry import Observation, gauge
-from .models import ACTIVE, Task
+from .models import Task
+from .store.reports import counts_by_server_and_status, unclaimed_fleet_counts
 
 
 def _tasks_by_status() -> Iterable[Observation]:
     alias = router.db_for_read(Task)
     try:
-        counts = Task.objects.using(alias).values_list("scope", "status").annotate(n=Count("id")).order_by()
+        counts = counts_by_server_and_status(alias)
         return [(float(n), {"mcp.server": scope, "mcp.task.status": status}) for scope, status, n in counts]
     finally:
         connections[alias].close()
@@ -26,9 +26,7 @@ def _tasks_by_status() -> Iterable[Observation]:
 def _queued_for_workers() -> Iterable[Observation]:
     alias = router.db_for_read(Task)
     try:
-        queued = Task.objects.using(alias).filter(status__in=ACTIVE, node="").exclude(backend="")
-        counts = queued.values_list("scope").annotate(n=Count("id")).order_by()
-        return [(float(n), {"mcp.server": scope}) for scope, n in counts]
+        return [(float(n), {"mcp.server": scope}) for scope, n in unclaimed_fleet_counts(alias)]
     finally:
         connections[alias].close()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,16 @@ def test_no_test_module_imports_another():
             if isinstance(node, ast.ImportFrom) and node.module and node.module.rpartition(".")[2].startswith("test_"):
                 crossing.append(f"{path.relative_to(tests)}: {node.module}")
     assert crossing == [], "shared helpers belong in helper modules or fixtures"
+
+
+def test_only_the_store_queries_the_tasks_table():
+    """One door into the tasks table (ARCHITECTURE.md): a model change is carried through tasks/store/ alone."""
+    manager = re.compile(r"\bTask\.(objects|_default_manager|_base_manager)\b")
+    outside = [
+        f"{path.relative_to(PACKAGE)}:{number}"
+        for path in PACKAGE.rglob("*.py")
+        if "migrations" not in path.parts and path.parent.name != "store"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if manager.search(line)
+    ]
+    assert outside == []

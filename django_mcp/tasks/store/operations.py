@@ -29,6 +29,11 @@ DEADLOCK_RETRIES = 5
 """How often a creation chosen as a deadlock's victim counts again before the error is the caller's."""
 
 
+def load_with_user(task_id: Any) -> Task | None:
+    """A task with its user, as a fleet worker loads the task it runs (``None``: no such task)."""
+    return Task.objects.select_related("user").filter(pk=task_id).first()
+
+
 def _read(
     pk: Any, owner: str | None = None, *, after_write: bool = False, only: tuple[str, ...] | None = None
 ) -> Task | None:
