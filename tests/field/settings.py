@@ -128,7 +128,23 @@ DJANGO_MCP = {
     "SESSIONS_MAX": None,
     # Origins are exact (DNS-rebinding protection): the browser test names the page it serves.
     "ALLOWED_ORIGINS": [o for o in os.environ.get("DJANGO_MCP_FIELD_ORIGINS", "").split(",") if o],
+    # What a team turns on after `check --deploy`: a rate limit per caller (one process here: its own cache
+    # counts) and the audit log; tracing below.
+    "RATE_LIMIT": "100000/m",
+    "AUDIT": True,
 }
+SILENCED_SYSTEM_CHECKS = ["django_mcp.W017"]  # one process: the per-process cache counts every request
+
+# Tracing on: the OpenTelemetry SDK with a batch processor, its spans written as JSON to DJANGO_MCP_FIELD_SPANS.
+if os.environ.get("DJANGO_MCP_FIELD_SPANS"):
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+    _tracer_provider = TracerProvider()
+    _spans = open(os.environ["DJANGO_MCP_FIELD_SPANS"], "a")  # open for the process's life
+    _tracer_provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=_spans), schedule_delay_millis=100))
+    trace.set_tracer_provider(_tracer_provider)
 
 OAUTH2_PROVIDER = authorization_server_settings({"mcp": "Use the MCP tools"})
 

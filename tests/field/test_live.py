@@ -36,9 +36,16 @@ TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 @pytest.fixture(scope="module")
-def field(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def spans(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the field project's OpenTelemetry SDK writes its spans (JSON, one object each)."""
+    return tmp_path_factory.mktemp("field-spans") / "spans.json"
+
+
+@pytest.fixture(scope="module")
+def field(tmp_path_factory: pytest.TempPathFactory, spans: Path) -> Iterator[str]:
     """The field project under daphne on a migrated SQLite file, with a superuser signed in by email."""
-    with field_server(tmp_path_factory.mktemp("field") / "db.sqlite3", ADMIN) as base:
+    database = tmp_path_factory.mktemp("field") / "db.sqlite3"
+    with field_server(database, ADMIN, DJANGO_MCP_FIELD_SPANS=str(spans)) as base:
         yield base
 
 
@@ -147,6 +154,23 @@ def test_the_admin_lists_and_searches_with_a_custom_user_model(field: str, page:
     finally:
         admin.close()
     assert response.status_code == 200, response.text[-2000:]
+
+
+def test_a_call_is_audited_and_traced_with_rate_limits_on_as_the_team_deploys(field: str, spans: Path) -> None:
+    """Rate limits, the audit log and tracing on (tests/field/settings.py), beside the team's middleware."""
+    response, body = rpc(field + "/mcp", "tools/call", {"name": "echo", "arguments": {"text": "on the record"}})
+    assert response.status_code == 200 and body["result"]["content"][0]["text"] == "on the record", body
+    admin = admin_session(field)
+    deadline = time.monotonic() + 10
+    try:  # the audit row, in the admin (rows are written in batches, off the request's path)
+        while not re.search(r"/admin/django_mcp/toolcall/\d+/change/", admin.get("/admin/django_mcp/toolcall/").text):
+            assert time.monotonic() < deadline, "no audit row of the call"
+            time.sleep(0.1)
+    finally:
+        admin.close()
+    while '"name": "tools/call echo"' not in (spans.read_text() if spans.exists() else ""):
+        assert time.monotonic() < deadline, "no span of the call was exported"
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module", params=["2026-07-28", "2025-11-25"])
