@@ -60,8 +60,8 @@ class McpSettings(BaseModel):
     LISTEN_MAX_STREAMS: int | None = Field(default=10_000, ge=1)
     LISTEN_LAYER_CHECK_SECONDS: float = Field(default=5.0, gt=0)
     LISTEN_LAYER_TIMEOUT_SECONDS: float = Field(default=5.0, gt=0)
-    LISTEN_WRITES_PER_SECOND: int | None = Field(default=1000, ge=1)
-    LISTEN_FANOUT: Literal["auto", "process", "stream"] = "auto"
+    LISTEN_WRITES_PER_SECOND: int | None = Field(default=500, ge=1)
+    LISTEN_FANOUT: Literal["process", "stream"] = "process"
     RATE_LIMIT: str | None = None
     AUDIT: bool = False
     AUDIT_ARGUMENTS: Literal["none", "all"] = "none"

@@ -10,8 +10,6 @@ import uuid
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from channels.layers import InMemoryChannelLayer
-
 from ...conf import get_settings
 from ..notify import on_publish, throttle
 from .layer_health import LayerUnavailable, LayerWatch
@@ -41,8 +39,7 @@ class Subscription:
 
 
 def subscription_for(layer: Any, stream: ListenStream) -> Subscription:
-    mode = get_settings().LISTEN_FANOUT
-    if mode == "process" or (mode == "auto" and not isinstance(layer, InMemoryChannelLayer)):
+    if get_settings().LISTEN_FANOUT == "process":
         return _Shared(Fanout.of(layer), stream)
     return _OwnChannel(layer, stream)
 
@@ -116,8 +113,9 @@ class Fanout:
     """One layer channel per group per event loop, shared by the loop's listen streams of that group.
 
     A notification for a group is received (and deserialised) once per process, then queued for
-    each local stream of the group: a function call each, no task switch, nothing at all for a
-    stream that already has the same list change or resource update waiting. (With a channel per
+    each local stream of the group, ``STREAMS_PER_TURN`` at a time: a function call each, no task
+    switch, next to nothing for a stream that already has the same list change or resource update,
+    or a state of the same task, waiting. (With a channel per
     stream, every stream's reader task wakes up for every message: at 1,000 streams and 20
     notifications a second that alone kept a core busy.) It also subscribes Redis once per group
     instead of once per stream.
@@ -128,6 +126,10 @@ class Fanout:
     layer: the final message would overtake it (a task's last status message, or a resource update
     the task's body sent before it ended).
     """
+
+    STREAMS_PER_TURN = 100
+    """A message goes to this many of a group's streams per turn of the event loop: a thousand at once
+    would hold the loop (and every request waiting for it) for milliseconds."""
 
     _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Fanout] = weakref.WeakKeyDictionary()
 
@@ -228,7 +230,9 @@ class Fanout:
                 message = await self.layer.receive(entry.channel)
                 if "echo" in message:
                     self._on_the_way.pop(message["echo"], None)
-                for stream in list(entry.streams):
+                for index, stream in enumerate(list(entry.streams)):
+                    if index and not index % self.STREAMS_PER_TURN:
+                        await asyncio.sleep(0)  # requests waiting for the loop go on between slices
                     stream.on_layer_message(message)
         except asyncio.CancelledError:
             raise

@@ -29,7 +29,7 @@ class WriteBudget:
     come, first served), and what it receives meanwhile goes out in the same write. So pushing to
     many streams costs at most that many writes a second, whatever the notification rate, and
     ordinary requests keep the rest of the event loop. At most 50 ms' worth go out back to back:
-    a change pushed to 1,000 streams is spread over a second instead of taking the loop at once.
+    a change pushed to 1,000 streams is spread over two seconds instead of taking the loop at once.
     """
 
     BURST_SECONDS = 0.05

@@ -70,6 +70,24 @@ _IDEMPOTENT = frozenset(
 Snapshot = Callable[[], Awaitable[list[dict[str, Any]]]]
 
 
+class _TaskState:
+    """A task's newest state queued for a stream, not yet written."""
+
+    __slots__ = ("message", "task_id")
+
+    def __init__(self, task_id: str, message: dict[str, Any]) -> None:
+        self.task_id, self.message = task_id, message
+
+
+def _state_key(message: Any) -> str | None:
+    """A task's state notification: a newer one of the same task, queued behind it, supersedes it."""
+    if not isinstance(message, dict) or message.get("method") != "notifications/tasks":
+        return None
+    params = message.get("params")
+    task_id = params.get("taskId") if isinstance(params, dict) else None
+    return task_id if isinstance(task_id, str) else None
+
+
 def _idempotent_key(message: Any) -> tuple[str, Any] | None:
     method = message.get("method") if isinstance(message, dict) else None
     if method not in _IDEMPOTENT:
@@ -111,6 +129,8 @@ class ListenStream:
         self.principal: str | None = None
         self._failed: str | None = None  # why the layer failed it: end with an error, not the graceful result
         self._pending: set[tuple[str, Any]] = set()  # idempotent notifications queued, not yet written
+        self._latest_states: dict[str, _TaskState] = {}  # task id -> its newest state queued, not yet written
+        self._tail: Any = None  # the last item queued, while the queue holds it
         self._subscription: Subscription | None = None
         self._closing = False
         self._controls: set[asyncio.Task[None]] = set()
@@ -130,6 +150,7 @@ class ListenStream:
         while True:
             try:
                 self._queue.put_nowait(_CLOSE)
+                self._tail = _CLOSE
                 return
             except asyncio.QueueFull:
                 self._queue.get_nowait()
@@ -152,17 +173,28 @@ class ListenStream:
         """Queue a notification for the client; False (and the stream closes) if the client fell behind.
 
         A list change or resource update already queued and not yet written is not queued again: a
-        flood of them costs one write per stream, and never fills the queue.
+        flood of them costs one write per stream, and never fills the queue. A task's state queued
+        and not yet written is superseded by its newer one: only the newest goes out, where it came
+        (after whatever was sent before it); with nothing queued behind the older state, the newer one
+        takes its place.
         """
         if self._closing:
             return False
+        item: Any = message
         key = _idempotent_key(message)
         if key is not None:
             if key in self._pending:
                 return True
             self._pending.add(key)
+        elif (task_id := _state_key(message)) is not None:
+            queued = self._latest_states.get(task_id)
+            if queued is not None and queued is self._tail:
+                queued.message = message
+                return True
+            item = self._latest_states[task_id] = _TaskState(task_id, message)
         try:
-            self._queue.put_nowait(message)
+            self._queue.put_nowait(item)
+            self._tail = item
             return True
         except asyncio.QueueFull:
             throttle.log(
@@ -211,16 +243,22 @@ class ListenStream:
         ends = messages[-1] is _CLOSE
         if ends:
             messages.pop()
-        self._pending.clear()  # everything queued is in this batch
         seen: set[tuple[str, Any]] = set()
         chunks = []
         for message in messages:
-            key = _idempotent_key(message)
-            if key is not None:
+            if isinstance(message, _TaskState):
+                if self._latest_states.get(message.task_id) is not message:
+                    continue  # superseded by a newer state of the task further on in this batch
+                message = message.message
+            elif (key := _idempotent_key(message)) is not None:
                 if key in seen:
                     continue
                 seen.add(key)
             chunks.append(sse.event(self._tag(message)))
+        # Everything queued is in this batch.
+        self._pending.clear()
+        self._latest_states.clear()
+        self._tail = None
         return b"".join(chunks), ends
 
     def _ending(self) -> bytes | None:
