@@ -1,11 +1,11 @@
 """Listen streams under daphne: what one open stream costs, and whether fan-out starves other requests.
 
     .venv/bin/python bench/listen_streams.py --uncapped [--streams 1000] [--notify-rate 10] [--seconds 8]
-        [--layer redis|memory] [--writes-per-second N] [--json FILE]
+        [--follow list|task] [--layer redis|memory] [--writes-per-second N] [--json FILE]
 
-Starts one daphne worker (``tests.asgi``: the test project with its middleware, SQLite in a temporary
-directory; the Redis pub/sub channel layer on a private ``redis-server`` started on a free port, or
-``--layer memory``) on 127.0.0.1, pinned to core 0 when ``taskset`` and two cores are there (this
+Starts one daphne (or ``--server uvicorn``) worker (``tests.asgi``: the test project with its middleware,
+SQLite in a temporary directory; the Redis pub/sub channel layer on a private ``redis-server`` started on a
+free port, or ``--layer memory``) on 127.0.0.1, pinned to core 0 when ``taskset`` and two cores are there (this
 client then runs on core 1), and measures:
 
 1. **threads and RSS per open stream**: ``/proc/<pid>/status`` of the worker before and after
@@ -17,6 +17,11 @@ client then runs on core 1), and measures:
    call is two ``notifications/tools/list_changed`` for every stream), with how many toggles the
    notifier got through, how many notifications the streams received (repeated list changes that
    queue up for a stream go out once: fewer than were sent) and how many streams the server closed.
+
+``--follow task`` (the issue's "listen fan-out"): every stream follows one task instead (``taskIds``), the
+task (``slow``) updates its status ``--notify-rate`` times a second through the load phase and then
+completes, and the ordinary requests are ``tools/call`` (``add``); it also counts the streams that
+received the task's final state (``completed``): every one must.
 
 Every stream is anonymous, i.e. one principal: ``--uncapped`` lifts ``LISTEN_MAX_STREAMS_PER_PRINCIPAL``
 (default 100) for the run (a settings module of its own, ``tests.settings`` plus
@@ -81,10 +86,14 @@ def proc_status(pid: int) -> dict[str, int]:
 class Server:
     """One daphne process on 127.0.0.1; stopped by PID."""
 
-    def __init__(self, work: Path, env: dict[str, str], pin: bool) -> None:
+    def __init__(self, work: Path, env: dict[str, str], pin: bool, kind: str = "daphne") -> None:
         self.port = free_port()
-        self.log = (work / "daphne.log").open("wb")
-        cmd = [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(self.port), "tests.asgi:application"]
+        self.log = (work / f"{kind}.log").open("wb")
+        if kind == "daphne":
+            cmd = [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(self.port), "tests.asgi:application"]
+        else:
+            cmd = [sys.executable, "-m", "uvicorn", "tests.asgi:application", "--host", HOST, "--port", str(self.port)]
+            cmd += ["--no-access-log", "--log-level", "warning"]
         if pin:
             cmd = ["taskset", "-c", "0", *cmd]
         self.proc = subprocess.Popen(
@@ -121,15 +130,24 @@ class Server:
 class Stream:
     """One open listen stream: counts the notifications it receives."""
 
-    def __init__(self, port: int, index: int) -> None:
+    def __init__(self, port: int, index: int, task_id: str | None = None) -> None:
         self.conn = Connection(HOST, port)
         self.index = index
+        self.task_id = task_id
         self.received = 0
+        self.last_status: str | None = None
         self.closed_by_server = False
         self.reader: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
-        spec = {"method": "subscriptions/listen", "params": {"notifications": {"toolsListChanged": True}}}
+        if self.task_id is None:
+            spec = {"method": "subscriptions/listen", "params": {"notifications": {"toolsListChanged": True}}}
+        else:
+            spec = {
+                "method": "subscriptions/listen",
+                "params": {"notifications": {"taskIds": [self.task_id]}},
+                "tasks": True,
+            }
         status, ctype = await self.conn.open_stream(build_request(f"{HOST}:{self.conn.port}", "/mcp-tasks/", spec))
         if status == 429:
             raise RuntimeError(
@@ -145,8 +163,9 @@ class Stream:
         try:
             while True:
                 frame = await self.conn.event()
-                if frame.get("method") == "notifications/tools/list_changed":
+                if frame.get("method") in ("notifications/tools/list_changed", "notifications/tasks"):
                     self.received += 1
+                    self.last_status = frame["params"].get("status", self.last_status)
                 elif "result" in frame or "error" in frame:
                     self.closed_by_server = True
                     return
@@ -162,21 +181,34 @@ class Stream:
         self.conn.close()
 
 
-async def open_streams(port: int, count: int, batch: int = 50, timeout: float = 120) -> list[Stream]:
+async def open_streams(
+    port: int, count: int, task_id: str | None = None, batch: int = 50, timeout: float = 120
+) -> list[Stream]:
     streams: list[Stream] = []
     deadline = time.monotonic() + timeout
     for start in range(0, count, batch):
         if time.monotonic() > deadline:
             raise RuntimeError(f"opened only {len(streams)} of {count} streams in {timeout} s")
-        group = [Stream(port, i) for i in range(start, min(count, start + batch))]
+        group = [Stream(port, i, task_id) for i in range(start, min(count, start + batch))]
         await asyncio.gather(*(s.open() for s in group))
         streams += group
     return streams
 
 
-async def closed_loop(port: int, concurrency: int, seconds: float, max_requests: int = 200_000) -> dict[str, Any]:
-    """``tools/list`` on /mcp/ by ``concurrency`` clients for ``seconds``: latency percentiles (ms)."""
-    payload = build_request(f"{HOST}:{port}", "/mcp/", {"method": "tools/list"})
+LIST_TOOLS = ({"method": "tools/list"}, b'"tools"')
+CALL_ADD = ({"method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}, b'"text":"3"')
+
+
+async def closed_loop(
+    port: int,
+    concurrency: int,
+    seconds: float,
+    request: tuple[dict[str, Any], bytes] = LIST_TOOLS,
+    max_requests: int = 200_000,
+) -> dict[str, Any]:
+    """``request`` on /mcp/ by ``concurrency`` clients for ``seconds``: latency percentiles (ms)."""
+    spec, expected = request
+    payload = build_request(f"{HOST}:{port}", "/mcp/", spec)
     latencies: list[float] = []
     errors = 0
     deadline = time.perf_counter() + seconds
@@ -192,7 +224,7 @@ async def closed_loop(port: int, concurrency: int, seconds: float, max_requests:
                 except (OSError, asyncio.IncompleteReadError, TimeoutError):
                     conn.close()
                     status, body = -1, b""
-                if status != 200 or b'"tools"' not in body:
+                if status != 200 or expected not in body:
                     errors += 1
                     continue
                 latencies.append((time.perf_counter() - t0) * 1000)
@@ -227,6 +259,25 @@ async def notifier(port: int, rate: float, seconds: float) -> int:
     return calls
 
 
+async def start_task(port: int, rate: float, seconds: float) -> str:
+    """Start ``slow``: ``rate`` status updates a second for ``seconds``, then completed; its id."""
+    steps = max(1, round(rate * seconds))
+    spec = {
+        "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"seconds": seconds, "steps": steps}},
+        "tasks": True,
+    }
+    conn = Connection(HOST, port)
+    try:
+        status, body = await asyncio.wait_for(conn.request(build_request(f"{HOST}:{port}", "/mcp-tasks/", spec)), 30)
+    finally:
+        conn.close()
+    answer = json.loads(body)
+    if status != 200 or answer.get("result", {}).get("resultType") != "task":
+        raise RuntimeError(f"slow: no task handle: {status} {body[:200]!r}")
+    return str(answer["result"]["taskId"])
+
+
 async def _settled(server: Server, seconds: float = 1.5) -> dict[str, int]:
     await asyncio.sleep(seconds)  # not time.sleep: the client's sockets close on this loop
     return server.status()
@@ -253,7 +304,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     (work / "listen_bench_settings.py").write_text(SETTINGS_OVERRIDE)
     redis: subprocess.Popen[bytes] | None = None
     server: Server | None = None
-    figures: dict[str, Any] = {"streams": args.streams, "pinned": pin, "layer": args.layer}
+    figures: dict[str, Any] = {
+        "streams": args.streams,
+        "pinned": pin,
+        "layer": args.layer,
+        "follow": args.follow,
+        "server": args.server,
+    }
     streams: list[Stream] = []
     try:
         if args.layer == "redis":
@@ -267,7 +324,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=180)
         if pin:
             os.sched_setaffinity(0, {1})
-        server = Server(work, env, pin)
+        server = Server(work, env, pin, args.server)
         await server.ready()
         # Warm up: every code path the measurement takes, once, so imports and caches are not counted.
         await closed_loop(server.port, 2, 1.0)
@@ -276,10 +333,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await s.close()
         base = await _settled(server)
         figures["baseline"] = base
-        figures["no_streams"] = await closed_loop(server.port, args.concurrency, args.seconds)
+        load_request = CALL_ADD if args.follow == "task" else LIST_TOOLS
+        figures["no_streams"] = await closed_loop(server.port, args.concurrency, args.seconds, load_request)
 
+        task_id = None
+        if args.follow == "task":
+            task_id = await start_task(server.port, args.notify_rate, args.open_allowance + args.seconds)
+            task_started = time.perf_counter()
         started = time.perf_counter()
-        streams = await open_streams(server.port, args.streams)
+        streams = await open_streams(server.port, args.streams, task_id)
         figures["open_seconds"] = round(time.perf_counter() - started, 2)
         opened = await _settled(server)
         figures["open"] = opened
@@ -288,19 +350,41 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
         for s in streams:
             s.start_reading()
-        figures["idle"] = await closed_loop(server.port, args.concurrency, args.seconds)
-        load, calls = await asyncio.gather(
-            closed_loop(server.port, args.concurrency, args.seconds),
-            notifier(server.port, args.notify_rate, args.seconds),
+        reading = time.perf_counter()
+        if task_id is None:
+            figures["idle"] = await closed_loop(server.port, args.concurrency, args.seconds)
+            load, calls = await asyncio.gather(
+                closed_loop(server.port, args.concurrency, args.seconds),
+                notifier(server.port, args.notify_rate, args.seconds),
+            )
+            await asyncio.sleep(2)  # let the last notifications drain
+            sent: dict[str, Any] = {"toggle_calls": calls, "notifications_sent_per_stream": 2 * calls}
+        else:
+            if time.perf_counter() - task_started > args.open_allowance:
+                raise RuntimeError("the streams took longer to open than --open-allowance: the task ends too soon")
+            load = await closed_loop(server.port, args.concurrency, args.seconds, CALL_ADD)
+            ends = time.perf_counter() + args.open_allowance + 30
+            while any(s.last_status != "completed" and not s.closed_by_server for s in streams):
+                if time.perf_counter() > ends:
+                    break
+                await asyncio.sleep(0.2)
+            await asyncio.sleep(1)
+            sent = {
+                "task_updates": max(1, round(args.notify_rate * (args.open_allowance + args.seconds))),
+                "final_state_received": sum(s.last_status == "completed" for s in streams),
+            }
+        figures["fan_out"] = (
+            load
+            | sent
+            | {
+                "received_per_stream": percentiles([float(s.received) for s in streams]),
+                "closed_by_server": sum(s.closed_by_server for s in streams),
+                "frames_per_second": round(
+                    sum(s.received for s in streams)
+                    / (args.seconds if task_id is None else time.perf_counter() - reading)
+                ),
+            }
         )
-        await asyncio.sleep(2)  # let the last notifications drain
-        figures["fan_out"] = load | {
-            "toggle_calls": calls,
-            "notifications_sent_per_stream": 2 * calls,
-            "received_per_stream": percentiles([float(s.received) for s in streams]),
-            "closed_by_server": sum(s.closed_by_server for s in streams),
-            "frames_per_second": round(sum(s.received for s in streams) / args.seconds),
-        }
         for s in streams:
             await s.close()
         streams = []
@@ -323,6 +407,16 @@ def main() -> None:
     parser.add_argument("--notify-rate", type=float, default=10.0, help="toggle_tool calls per second")
     parser.add_argument("--seconds", type=float, default=8.0, help="each latency phase")
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--server", choices=("daphne", "uvicorn"), default="daphne")
+    parser.add_argument(
+        "--follow",
+        choices=("list", "task"),
+        default="list",
+        help="list: the streams follow tool list changes (toggle_tool); task: one task updating --notify-rate/s",
+    )
+    parser.add_argument(
+        "--open-allowance", type=float, default=30.0, help="--follow task: seconds the streams may take to open"
+    )
     parser.add_argument(
         "--layer",
         choices=("redis", "memory"),

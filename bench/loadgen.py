@@ -471,6 +471,82 @@ async def xworker_cancel(job: dict[str, Any]) -> dict[str, Any]:
     return {"samples": len(samples), **state, "cancel_seen_ms": percentiles(samples)}
 
 
+async def fanout(job: dict[str, Any]) -> dict[str, Any]:
+    """``listeners`` listen streams on one task that updates its status ``rate`` times a second (the
+    ``ticking`` tool), and ``concurrency`` clients calling ``call`` meanwhile: those calls' latency, and
+    whether every listener received the task's final state. The same calls with no stream open first.
+    """
+    host, port, path = job["host"], job["port"], job["path"]
+    authority = f"{host}:{port}"
+    seconds, allowance, count = job["seconds"], job["open_allowance_s"], job["listeners"]
+    calls = {
+        "kind": "closed_loop",
+        "host": host,
+        "port": port,
+        "path": path,
+        "requests": [job["call"]],
+        "expect": job["expect"],
+        "concurrency": job["concurrency"],
+        "max_requests": 1_000_000,
+        "max_seconds": seconds,
+        "warmup_s": 0.5,
+    }
+    quiet = await closed_loop(calls)
+    conn = Connection(host, port)
+    try:
+        runs_s = allowance + seconds + 1.5
+        handle = await _create(conn, authority, path, "ticking", {"rate": job["rate"], "seconds": runs_s})
+    finally:
+        conn.close()
+    task_id, started = handle["taskId"], _now()
+    listeners = [Connection(host, port) for _ in range(count)]
+    last: dict[int, str] = {}
+    received = [0] * count
+
+    async def follow(index: int) -> None:
+        try:
+            while True:
+                frame = await listeners[index].event()
+                if frame.get("method") == "notifications/tasks":
+                    received[index] += 1
+                    last[index] = frame["params"].get("status", "")
+                elif "result" in frame or "error" in frame:
+                    return
+        except (OSError, EOFError, asyncio.IncompleteReadError, ValueError):
+            return
+
+    readers: list[asyncio.Task[None]] = []
+    try:
+        for first in range(0, count, 50):
+            batch = range(first, min(count, first + 50))
+            await asyncio.gather(*(_listen(listeners[i], authority, path, task_id) for i in batch))
+            readers += [asyncio.ensure_future(follow(i)) for i in batch]
+            if _now() - started > allowance:
+                raise RuntimeError(f"{len(readers)} of {count} listeners open after {allowance} s: the task ends first")
+        opened_s = _now() - started
+        loaded = await closed_loop(calls)
+        await asyncio.wait(readers, timeout=max(1.0, started + runs_s + 30 - _now()))
+    finally:
+        for reader in readers:
+            reader.cancel()
+        for listener in listeners:
+            listener.close()
+    return {
+        "listeners": count,
+        "rate": job["rate"],
+        "open_s": round(opened_s, 2),
+        "quiet": quiet,
+        "loaded": loaded,
+        "rps": loaded["rps"],
+        "latency_ms": loaded["latency_ms"],
+        "errors": loaded["errors"] + quiet["errors"],
+        "sample_error": loaded["sample_error"] or quiet["sample_error"],
+        "updates": round(job["rate"] * runs_s),
+        "received_per_listener": percentiles([float(n) for n in received]),
+        "final_state_received": sum(status == "completed" for status in last.values()),
+    }
+
+
 async def probe(job: dict[str, Any]) -> dict[str, Any]:
     conn = Connection(job["host"], job["port"])
     try:
@@ -488,6 +564,7 @@ JOBS = {
     "create_many": create_many,
     "xworker_cancel": xworker_cancel,
     "probe": probe,
+    "fanout": fanout,
 }
 
 

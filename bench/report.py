@@ -46,7 +46,15 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
             "others_cores": [r.get("others_cores") for r in measured],
         }
         entry["errors"] = sum(r.get("errors") or 0 for r in ok)
-        if ok and "rps" in ok[0] and "latency_ms" in ok[0]:
+        if ok and "final_state_received" in ok[0]:  # the fan-out phase: one round
+            entry.update(
+                {k: v for k, v in ok[0].items() if k not in ("quiet", "loaded", "latency_ms")},
+                p50=ok[0]["latency_ms"]["p50"],
+                p99=ok[0]["latency_ms"]["p99"],
+                quiet_rps=ok[0]["quiet"]["rps"],
+                quiet_p99=ok[0]["quiet"]["latency_ms"]["p99"],
+            )
+        elif ok and "rps" in ok[0] and "latency_ms" in ok[0]:
             entry.update(
                 rps=_median([r["rps"] for r in ok]),
                 p50=_median([r["latency_ms"]["p50"] for r in ok]),
@@ -444,6 +452,33 @@ def goals(
         "≈ 0 per task (≤ 0.1 statements/min per parked task; a per-task poll every 5 s would be 12)",
         parts,
     )
+
+    # 7. many listeners on one busy task leave the worker's other requests alone
+    parts = []
+    for target in ("django_mcp uvicorn sqlite", "django_mcp uvicorn pg"):
+        entry = fig.get(target, "fanout", None)
+        if not entry:
+            continue
+        p99 = None if entry.get("failed") or entry.get("errors") else entry.get("p99")
+        listeners, final = entry.get("listeners"), entry.get("final_state_received")
+        judged = [p99 <= 50.0, final == listeners] if p99 is not None else []
+        parts.append(
+            {
+                "label": _short(target),
+                "compared": f"{_short(target)}: tools/call p99 (c={entry.get('concurrency', 4)}) while "
+                f"{_fmt(listeners)} listeners follow one task updating {_fmt(entry.get('rate'), 0)} times a "
+                "second; listeners that received its final state",
+                "measured": f"p99 {_fmt(p99)} ms, {_fmt(entry.get('rps'))} req/s (no listener: p99 "
+                f"{_fmt(entry.get('quiet_p99'))} ms, {_fmt(entry.get('quiet_rps'))} req/s); final state to "
+                f"{_fmt(final)} of {_fmt(listeners)}",
+                "values": {"-": p99},
+                "need": "≤ 50 ms; every listener",
+                "status": _status(judged),
+                "judged": judged,
+                "reference": False,
+            }
+        )
+    goal("listen fan-out", "tools/call p99 ≤ 50 ms with 1,000 listeners; every listener gets the final state", parts)
 
     # Earlier goals the issue did not replace.
     def p50_part(target: str) -> dict[str, Any]:

@@ -98,6 +98,11 @@ class Scale:
     parked_idle_s: float = 15.0
     parked_window_s: float = 30.0
     parked_create_cap_s: float = 60.0
+    fanout_listeners: int = 1_000
+    fanout_rate: float = 10.0
+    fanout_s: float = 10.0
+    fanout_open_s: float = 40.0
+    fanout_concurrency: int = 4
 
 
 FULL = Scale()
@@ -780,7 +785,13 @@ class Bench:
         }
         self.records.append(entry)
         summary = ""
-        if "rps" in result and "latency_ms" in result:
+        if "final_state_received" in result:
+            summary = (
+                f"{result['rps']:>8.1f} req/s  p99 {result['latency_ms']['p99']} ms with {result['listeners']} "
+                f"listeners (none: p99 {result['quiet']['latency_ms']['p99']} ms); final state to "
+                f"{result['final_state_received']}"
+            )
+        elif "rps" in result and "latency_ms" in result:
             latency = result["latency_ms"]
             summary = f"{result['rps']:>8.1f} req/s  p50 {latency['p50']} ms  p99 {latency['p99']} ms"
         elif "lag_ms" in result:
@@ -1184,6 +1195,33 @@ class Bench:
             with contextlib.suppress(Exception):
                 self.seed(target, ["clear"])
 
+    def block_fanout(self, target: Target) -> None:
+        """A plain ``tools/call``'s latency while ``fanout_listeners`` listen streams follow one task.
+
+        The task (``ticking``) updates its status ``fanout_rate`` times a second; ``fanout_concurrency``
+        clients call ``echo`` for ``fanout_s`` before any stream is open, then again with the listeners
+        open on the same worker; afterwards every listener must have received the task's final state.
+        """
+        s = self.scale
+        server = self.start(target, {"BENCH_LISTENERS_UNCAPPED": "1"})
+        try:
+            job = {
+                "kind": "fanout",
+                **self.base_job(server),
+                "listeners": s.fanout_listeners,
+                "rate": s.fanout_rate,
+                "seconds": s.fanout_s,
+                "open_allowance_s": s.fanout_open_s,
+                "concurrency": s.fanout_concurrency,
+                "call": {"method": "tools/call", "params": {"name": "echo", "arguments": {"text": "fan"}}},
+                "expect": '"text":"fan"',
+            }
+            cap = 2 * s.fanout_s + s.fanout_open_s + 60
+            result = self.job(job, cap)
+            self.record(target, 1, "fanout", None, {**result, "concurrency": s.fanout_concurrency})
+        finally:
+            server.stop(kill=True)  # a thousand open streams: no graceful shutdown wanted
+
     def wait_quiet(self) -> None:
         """Wait (bounded) until other work on the machine leaves the cores alone; note what it was."""
         started = time.monotonic()
@@ -1268,6 +1306,14 @@ class Bench:
             )
             for target in parked:
                 self.guarded("parked", target, self.block_parked)
+        if not self.smoke and "fanout" in phases:
+            fan = [t for t in plain if t.server == "uvicorn"]
+            log(
+                f"fan-out phase: tools/call while {s.fanout_listeners} listeners follow one task updating "
+                f"{s.fanout_rate:g} times a second"
+            )
+            for target in fan:
+                self.guarded("fanout", target, self.block_fanout)
         if pg and not self.smoke and "big" in phases:
             log(f"big phase: {s.seed_big} tasks stored (PostgreSQL)")
             try:
@@ -1366,8 +1412,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--phases",
-        default="main,xworker,memory,parked,big",
-        help="comma-separated phases to run (default all: main,xworker,memory,parked,big)",
+        default="main,xworker,memory,parked,fanout,big",
+        help="comma-separated phases to run (default all: main,xworker,memory,parked,fanout,big)",
     )
     parser.add_argument(
         "--work", help="scratch directory: SQLite files, logs, the source snapshot (default bench/.work/)"

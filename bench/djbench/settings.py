@@ -111,6 +111,8 @@ DJANGO_MCP = {
     # The harness stops servers itself (SIGTERM, then SIGKILL after the memory scenario).
     "SHUTDOWN_GRACE_SECONDS": 0,
 }
+if os.environ.get("BENCH_LISTENERS_UNCAPPED") == "1":  # the fan-out phase: 1,000 listeners of one client
+    DJANGO_MCP["LISTEN_MAX_STREAMS_PER_PRINCIPAL"] = None
 # W005: the in-memory layer outside DEBUG (one process is the point); E015: /mcp-auth/ measures token checks,
 # no client looks for its sign-in metadata (serving it would add URL patterns to every request's routing).
 SILENCED_SYSTEM_CHECKS = ["django_mcp.W005", "django_mcp.E015"]

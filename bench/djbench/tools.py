@@ -1,4 +1,5 @@
-"""The bench tools: a sync echo, an instant task, a task that sleeps ``ms`` milliseconds, a task that parks.
+"""The bench tools: a sync echo, an instant task, a task that sleeps ``ms`` milliseconds, a task that parks,
+a task that updates its status ``rate`` times a second.
 
 The task tools are declarative (``task_support``): when the client declared the tasks extension the
 body runs as the task (``request.task`` is its ``TaskContext``), otherwise it runs in the request.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from django_mcp import McpRequest, ToolRegistry, elicit
+from django_mcp.tasks import TaskRequest
 
 tools = ToolRegistry(name="bench")
 
@@ -39,3 +41,14 @@ async def ask(request: McpRequest) -> str:
     """A task that parks in ``input_required`` until the client answers (the "parked tasks" scenario)."""
     await request.aask({"go": elicit("Go on?", GO_ON)})
     return "answered"
+
+
+@tools.register(task_support="optional")
+async def ticking(request: TaskRequest, rate: float = 10, seconds: float = 10) -> str:
+    """A task that updates its status ``rate`` times a second for ``seconds`` (the "listen fan-out" scenario)."""
+    ticks = max(1, round(rate * seconds))
+    for tick in range(1, ticks + 1):
+        await asyncio.sleep(1 / rate)
+        if request.task is not None:
+            await request.task.aupdate(f"tick {tick}/{ticks}")
+    return "ticked"
