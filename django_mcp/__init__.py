@@ -44,8 +44,7 @@ from .server.signals import tool_called
 from .server.tools.definition import Tool
 from .server.tools.registry import ToolRegistry, registry, tool
 from .urls import mcp_path
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "DefinitionError",

@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from ..protocol.errors import McpJsonRpcError
+from ..version import __version__
 from .context import McpRequest
 
 T = TypeVar("T")
@@ -55,8 +56,6 @@ def gauge(name: str, description: str, observe: Callable[[], Iterable[Observatio
 @cache
 def _instruments() -> tuple[Any, Any]:
     trace, metrics, _ = _otel()
-    from .. import __version__
-
     return instruments(trace.get_tracer("django_mcp", __version__), metrics.get_meter("django_mcp", __version__))
 
 

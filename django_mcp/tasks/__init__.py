@@ -17,8 +17,9 @@ A tool that decides per request registers with ``run_body_as_task=False``
 and calls :func:`astart_task` (``start_task`` from sync code).
 """
 
+from .cancelling import acancel_task, cancel_task
 from .context import TaskContext
-from .plugin import McpTasks, acancel_task, astart_task, can_create_task, cancel_task, start_task
+from .plugin import McpTasks, astart_task, can_create_task, start_task
 from .request import TaskRequest, current_task
 from .signals import task_changed, task_created, task_finished
 from .wire import EXTENSION_ID

@@ -353,7 +353,7 @@ class TaskAdmin(_ModelAdmin):
         if task is None:
             raise Http404(f"No task with id {object_id!r}.")
         if task.status in ACTIVE:
-            from .plugin import cancel_task  # the same code path as tasks/cancel
+            from .cancelling import cancel_task  # the same code path as tasks/cancel
 
             cancel_task(task)
             self.message_user(request, "Requested cancellation of the task.", messages.SUCCESS)
@@ -388,7 +388,7 @@ class TaskAdmin(_ModelAdmin):
 
     @admin.action(description="Cancel selected tasks", permissions=["cancel"])
     def cancel_selected(self, request: HttpRequest, queryset: TaskQuerySet) -> None:
-        from .plugin import cancel_task  # the same code path as tasks/cancel
+        from .cancelling import cancel_task  # the same code path as tasks/cancel
 
         active = list(queryset.filter(status__in=ACTIVE))
         for task in active:

@@ -22,7 +22,6 @@ from ..server.handlers import call_handler
 from .conf import get_tasks_settings
 from .models import ACTIVE, Task, TaskStatus
 from .store.errors import aretried_while_down
-from .store.operations import load_with_user, set_job
 
 if TYPE_CHECKING:
     from .plugin import McpTasks
@@ -65,16 +64,14 @@ def __getattr__(name: str) -> Any:
 async def aenqueue(task: Task, backend: str, queue: str, namespace: str, store: TaskStore) -> None:
     """Enqueue the body of ``task`` on ``backend`` (raises when the backend refuses or is down).
 
-    The enqueue and the job id's write run in one store thread, on one connection: holding one
-    connection for the enqueue while waiting for a store thread to get another would starve a small pool.
+    The enqueue and the job id's write run in one store thread, on one connection (:meth:`TaskStore.aenqueue`).
     """
-    await store.in_threads(_enqueue)(task.id, backend, queue, namespace)
 
+    def enqueue() -> str:
+        job = get_run_mcp_task().using(backend=backend, queue_name=queue)
+        return str(job.enqueue(str(task.id), namespace).id)
 
-def _enqueue(task_id: Any, backend: str, queue: str, namespace: str) -> None:
-    job = get_run_mcp_task().using(backend=backend, queue_name=queue)
-    result = job.enqueue(str(task_id), namespace)
-    set_job(task_id, str(result.id))
+    await store.aenqueue(task.id, enqueue)
 
 
 def find_plugin(namespace: str) -> McpTasks:
@@ -110,10 +107,6 @@ def _rebuild_request(task: Task, namespace: str) -> Any:
     )
 
 
-def _load(task_id: str) -> Task | None:
-    return load_with_user(task_id)
-
-
 async def arun(task_id: str, namespace: str) -> str:
     """Claim the queued row, run the body under the runner, record the outcome. Returns what happened."""
     plugin = find_plugin(namespace)
@@ -146,7 +139,7 @@ async def _aclaim_and_run(task_id: str, namespace: str, plugin: McpTasks, lease_
                 await apublish(done)
         return f"not run: {row.status if row is not None else 'deleted'}"
     await apublish(claimed)
-    task = await store.in_threads(_load, writes=False)(task_id)  # in the store's threads: they recycle connections
+    task = await store.aload_with_user(task_id)
     assert task is not None and plugin.tools is not None
     tool = plugin.tools.get(task.tool)
     try:

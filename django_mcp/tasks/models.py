@@ -200,6 +200,10 @@ class Task(models.Model):
     def __str__(self) -> str:
         return f"{self.tool} {self.id} ({self.status})"
 
+    def lease_lapsed(self) -> bool:
+        """Whether the task's lease ran out (its process stopped renewing it), as the row was read."""
+        return self.lease_expires_at is not None and self.lease_expires_at <= timezone.now()
+
     def is_expired(self, now: datetime | None = None) -> bool:
         """Past ``expires_at``: clients no longer see it; the next sweep deletes it."""
         return self.expires_at is not None and self.expires_at <= (now or timezone.now())

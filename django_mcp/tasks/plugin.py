@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from asgiref.sync import async_to_sync, markcoroutinefunction, sync_to_async
+from asgiref.sync import async_to_sync, markcoroutinefunction
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 from pydantic import BaseModel
@@ -21,6 +21,7 @@ from ..server.lifecycle import shutting_down
 from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
 from ..server.params import parse_params
 from . import gauges  # noqa: F401  (declares the tasks' OpenTelemetry gauges)
+from .cancelling import acancel
 from .conf import get_tasks_settings
 from .context import InlineTask, Run, TaskContext, begin_run, check_run
 from .models import ACTIVE, Task, creator_fields
@@ -35,9 +36,9 @@ from .options import (
 from .params import TaskIdParams, TaskIdsFilter, UpdateParams
 from .publishing import apublish, task_group
 from .request import TaskRequest, ToolCall, current_call, current_task, detached, shared_meta
-from .runner import OWNER_GONE, TaskRunner, asend_control
+from .runner import OWNER_GONE, TaskRunner
 from .signals import task_created
-from .store import TaskStore, operations
+from .store import TaskStore
 from .store.database import new_task_id
 from .store.errors import TaskLimitReached
 from .wire import DETAILED_FIELDS, EXTENSION_ID, create_task_result, detailed_task
@@ -286,14 +287,12 @@ class McpTasks(ExtensionPlugin):
         """Fail an active task whose lease lapsed (its process died) as soon as someone touches it."""
         if (
             task.status in ACTIVE
-            and operations.lease_lapsed(task)
+            and task.lease_lapsed()
             and not self.runner.running_here(str(task.id))
             and self.runner.may_reap()
         ):
             reaped = await self.store.afail_if_owner_gone(task, OWNER_GONE)
             if reaped.status != task.status:
-                from .publishing import apublish
-
                 await apublish(reaped)
             return reaped
         return task
@@ -317,26 +316,13 @@ class McpTasks(ExtensionPlugin):
                     raise invalid_params(f"Invalid input response {key!r}: {exc}", {"inputResponse": key}) from None
         updated, accepted = await self.store.aanswer(task.id, self.owner_of(request), responses)
         if updated is not None and accepted:
-            from .publishing import apublish
-
             await apublish(updated)
             await self.runner.adeliver(updated, "input")
         return {}
 
     async def _cancel(self, request: McpRequest, params: TaskIdParams) -> dict[str, Any]:
         task = await self._avisible(request, params.taskId)
-        if task.status in ACTIVE and task.backend and not task.node:
-            cancelled = await self.store.acancel_queued(task.id)  # no worker has it yet: it never starts
-            if cancelled is not None:
-                from .publishing import apublish
-
-                await apublish(cancelled)
-                return {}
-            task = await self.store.areload(task.id) or task  # a worker claimed it meanwhile: cancel it there
-        if task.status in ACTIVE:
-            flagged = await self.store.arequest_cancel(task.id, None)
-            if flagged is not None and flagged.status in ACTIVE:
-                await self.runner.adeliver(flagged, "cancel")
+        await acancel(self.store, task, lambda flagged: self.runner.adeliver(flagged, "cancel"))
         return {}
 
     # -- creation -------------------------------------------------------------------------------
@@ -468,26 +454,3 @@ async def astart_task(request: McpRequest, *, run: Run, status_message: str = ""
 def start_task(request: McpRequest, *, run: Run, status_message: str = "") -> Any:
     """:func:`astart_task` for sync tool handlers (call it from the handler's thread)."""
     return async_to_sync(astart_task)(request, run=run, status_message=status_message)
-
-
-def cancel_task(task: Task) -> None:
-    """Request cancellation of a task from sync code (the admin action; ``tasks/cancel`` does the same).
-
-    The flag is set in the database (the owner also finds it there), and the
-    owning process is told through the Channels layer. A terminal task is left as it is.
-    """
-    if task.status not in ACTIVE:
-        return
-    if task.backend and not task.node:
-        cancelled = operations.cancel_queued(task.id)  # no worker has it yet: it never starts
-        if cancelled is not None:
-            async_to_sync(apublish)(cancelled)
-            return
-    flagged = operations.request_cancel(task.id, None)
-    if flagged is not None and flagged.status in ACTIVE and flagged.node:
-        async_to_sync(asend_control)(flagged.node, str(task.id), "cancel")
-
-
-async def acancel_task(task: Task) -> None:
-    """:func:`cancel_task` for async code."""
-    await sync_to_async(cancel_task)(task)

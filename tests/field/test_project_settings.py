@@ -189,3 +189,16 @@ def test_a_client_registers_and_gets_a_token_when_the_project_keeps_local_naive_
     response = Client().post("/o/register/", body, content_type="application/json")
     assert response.status_code == 201, response.content
     assert response.json()["client_id"]
+
+
+@pytest.mark.usefixtures("atomic_requests")
+async def test_the_admin_cancels_a_running_task_under_atomic_requests(async_client) -> None:
+    """The button's request is one transaction; the cancel it asks for is written and acted on at once."""
+    user = await sync_to_async(get_user_model().objects.create_superuser)("boss", "boss@example.com", "pw")
+    await async_client.aforce_login(user)
+    async with McpClient("/mcp-tasks", client=async_client) as mcp:
+        task_id = (await mcp.astart_task("slow", {"seconds": 30}))["taskId"]
+        response = await async_client.post(f"/admin/django_mcp/task/{task_id}/cancel/", follow=True)
+        assert response.status_code == 200
+        assert "Requested cancellation of the task." in response.content.decode()
+        assert (await mcp.await_task(task_id, "cancelled"))["status"] == "cancelled"

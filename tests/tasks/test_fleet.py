@@ -18,10 +18,9 @@ from django.test import override_settings
 from django.utils import timezone
 
 from django_mcp.models import Task
-from django_mcp.tasks import McpTasks, fleet
+from django_mcp.tasks import McpTasks, cancel_task, fleet
 from django_mcp.tasks.checks import check_fleet
 from django_mcp.tasks.models import TaskQuota
-from django_mcp.tasks.plugin import cancel_task
 from django_mcp.tasks.store import operations
 from tests.fleet_calls import CLIENT, NAMESPACE, PATH, TENANT, create, rpc
 from tests.fleetapp.servers import fleet_server, fleet_tools
@@ -389,7 +388,7 @@ async def test_the_enqueue_and_the_job_id_share_one_store_thread_and_connection(
         return set_job(*args, **kwargs)
 
     monkeypatch.setattr(DatabaseBackend, "enqueue", spy_enqueue)
-    monkeypatch.setattr("django_mcp.tasks.fleet.set_job", spy_set_job)
+    monkeypatch.setattr(operations, "set_job", spy_set_job)
     body = request_body("tools/call", {"name": "sleeper", "arguments": {}}, capabilities=CLIENT)
     response = await post(async_client, body, path=PATH, headers=TENANT)
     assert response.status_code == 200, response.content

@@ -5,6 +5,7 @@ the reads on the event loop (``loop_sqlite``, ``loop_postgres``) are the fast pa
 ``TASK_FAST_PATHS`` switches on.
 """
 
+from .in_callers_thread import InCallersThread
 from .task_store import TaskStore
 
-__all__ = ["TaskStore"]
+__all__ = ["InCallersThread", "TaskStore"]

@@ -424,18 +424,13 @@ def cancel_queued(task_id: Any) -> Task | None:
     return _read(task_id, after_write=True) if moved else None
 
 
-def lease_lapsed(task: Task) -> bool:
-    """Whether the task's lease ran out (checked before asking the database to act on it)."""
-    return task.lease_expires_at is not None and task.lease_expires_at <= timezone.now()
-
-
 def fail_if_owner_gone(task: Task, error: dict[str, Any]) -> Task:
     """Finish an active task whose lease lapsed (its process died or gave up on it); else return it as is.
 
     The caller checks first that the task does not run in its own process.
     """
     now = timezone.now()
-    if task.status not in ACTIVE or not lease_lapsed(task):
+    if task.status not in ACTIVE or not task.lease_lapsed():
         return task
     Task.objects.filter(pk=task.pk, status__in=ACTIVE, lease_expires_at__lte=now).update(
         status=TaskStatus.FAILED, error=error, status_message=error["message"], input_requests={}, updated_at=now

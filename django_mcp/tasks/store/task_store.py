@@ -57,6 +57,10 @@ def guarded(fn: Callable[P, R], *, writes: bool) -> Callable[P, R]:
     return run
 
 
+def _enqueued(task_id: Any, enqueue: Callable[[], str]) -> None:
+    operations.set_job(task_id, enqueue())
+
+
 class TaskStore:
     """The store's operations as coroutines (``a``-prefixed), each run in this store's own small thread pool."""
 
@@ -84,6 +88,7 @@ class TaskStore:
         self.acancel_queued = self.in_threads(ops.cancel_queued)
         self.afail_stale_queued = self.in_threads(ops.fail_stale_queued)
         self.asweep_expired_batch = self.in_threads(caps.sweep_expired_batch)
+        self._aload_with_user = self.in_threads(ops.load_with_user, writes=False)
 
     async def avisible(self, task_id: Any, owner: str, only: tuple[str, ...] | None = None) -> Task | None:
         """:func:`~.operations.visible`, read from the event loop when it can be (fast paths)."""
@@ -106,6 +111,16 @@ class TaskStore:
             if task is not USE_STORE:
                 return task
         return await self._afinish_in_threads(task_id, status, result=result, error=error, message=message)
+
+    async def aload_with_user(self, task_id: Any) -> Task | None:
+        """The task with its user, as a fleet worker loads the task it runs (``None``: no such task)."""
+        return await self._aload_with_user(task_id)
+
+    async def aenqueue(self, task_id: Any, enqueue: Callable[[], str]) -> None:
+        """Run ``enqueue()`` (it hands the task's body to a worker fleet and returns the job's id), then
+        store that id on the task: in one store thread, on one connection. (Holding one connection for
+        the enqueue while waiting for a store thread to get another would starve a small pool.)"""
+        await self.in_threads(_enqueued)(task_id, enqueue)
 
     def in_threads(self, fn: Callable[P, R], *, writes: bool = True) -> Callable[P, Coroutine[Any, Any, R]]:
         """``fn`` (sync ORM code) as a coroutine run in this store's threads, its connection recycled around it."""
