@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from .verifiers import PERSONAL_TOKEN_PREFIX, token_digest
+from .digests import PERSONAL_TOKEN_PREFIX, token_digest
 
 
 class PersonalToken(models.Model):

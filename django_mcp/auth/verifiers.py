@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -12,17 +11,11 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from .conf import JwtSettings, get_auth_settings
+from .digests import PERSONAL_TOKEN_PREFIX, token_digest
 from .tokens import InvalidToken, TokenServiceUnavailable, VerifiedToken
 
 if TYPE_CHECKING:
     from django.http import HttpRequest
-
-PERSONAL_TOKEN_PREFIX = "mcp_pat_"  # noqa: S105 - a marker, not a secret
-
-
-def token_digest(token: str) -> str:
-    """What is stored of a token: its SHA-256 (tokens are random, so no salt or slow hash is needed)."""
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class PersonalTokenVerifier:
@@ -31,7 +24,7 @@ class PersonalTokenVerifier:
     def verify(self, token: str, request: HttpRequest) -> VerifiedToken | None:
         if not token.startswith(PERSONAL_TOKEN_PREFIX):
             return None
-        from .models import PersonalToken
+        from .models import PersonalToken  # not at the top: settings import django_mcp.auth before apps load
 
         row = PersonalToken.objects.select_related("user").filter(digest=token_digest(token)).first()
         if row is None or row.revoked_at is not None or row.expires_at <= timezone.now():

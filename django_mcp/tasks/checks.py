@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.apps import AppConfig
 from django.conf import settings
@@ -16,7 +16,14 @@ from .conf import get_tasks_settings
 
 if TYPE_CHECKING:
     from ..server.tools.definition import Tool
-    from .plugin import McpTasks
+
+
+class FleetOptions(Protocol):
+    """What the checks read of a :class:`~.plugin.McpTasks`: its server and where its bodies are enqueued."""
+
+    namespace: str
+    task_backend: str | None
+    task_queue: str
 
 
 @register(Tags.compatibility)
@@ -142,7 +149,7 @@ def _backend_app_labels() -> list[str]:
     return list(dict.fromkeys(labels))
 
 
-def check_plugin(plugin: McpTasks, tools: list[Tool]) -> list[CheckMessage]:
+def check_plugin(plugin: FleetOptions, tools: list[Tool]) -> list[CheckMessage]:
     """W006: tasks without a channel layer (cancel, input and pushes then wait for the database).
 
     With a worker fleet (``task_backend``): E008, W009, W010 (:func:`check_fleet`). W012: :func:`check_routing`.
@@ -162,7 +169,7 @@ def check_plugin(plugin: McpTasks, tools: list[Tool]) -> list[CheckMessage]:
     ]
 
 
-def check_routing(plugin: McpTasks) -> list[CheckMessage]:
+def check_routing(plugin: FleetOptions) -> list[CheckMessage]:
     """W012: the database router reads tasks from another database than it writes them to."""
     from django.db import router
 
@@ -188,7 +195,7 @@ _LOCAL_BACKENDS = ("ImmediateBackend", "DummyBackend")
 _IN_MEMORY_LAYER = "InMemoryChannelLayer"
 
 
-def fleet_backends(plugin: McpTasks, tools: list[Tool]) -> dict[str, list[str]]:
+def fleet_backends(plugin: FleetOptions, tools: list[Tool]) -> dict[str, list[str]]:
     """The ``TASKS`` aliases task bodies of ``plugin``'s server are enqueued on, each with what names it."""
     used: dict[str, list[str]] = {}
     if plugin.task_backend:
@@ -200,7 +207,7 @@ def fleet_backends(plugin: McpTasks, tools: list[Tool]) -> dict[str, list[str]]:
     return used
 
 
-def check_fleet(plugin: McpTasks, tools: list[Tool]) -> list[CheckMessage]:
+def check_fleet(plugin: FleetOptions, tools: list[Tool]) -> list[CheckMessage]:
     """E008: a task backend missing from TASKS (or the queue not among its QUEUES); W009: an Immediate
     or Dummy backend outside DEBUG; W010: a task backend without a channel layer shared by processes."""
     used = fleet_backends(plugin, tools)

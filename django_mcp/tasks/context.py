@@ -24,7 +24,7 @@ from .publishing import apublish
 from .store.errors import aretried_while_down
 
 if TYPE_CHECKING:
-    from .runner import TaskRunner
+    from .store import TaskStore
 
 logger = logging.getLogger("django_mcp.tasks")
 
@@ -167,11 +167,11 @@ class RunningTask(TaskContext):
     id: str
     tool: Tool
 
-    def __init__(self, runner: TaskRunner, task: Task, tool: Tool, capabilities: Mapping[str, Any]) -> None:
+    def __init__(self, store: TaskStore, task: Task, tool: Tool, capabilities: Mapping[str, Any]) -> None:
         self.id = str(task.id)
         self.tool = tool
         self.arguments = dict(task.arguments)
-        self._runner = runner
+        self._store = store
         self._capabilities = capabilities
         self._issued: set[str] | None = set(task.input_keys) or None  # made when the task first asks
         self._wake: asyncio.Event | None = None  # made when the task first parks
@@ -186,7 +186,7 @@ class RunningTask(TaskContext):
 
     async def aupdate(self, status_message: str) -> None:
         try:
-            task = await self._runner.store.aset_status_message(self.id, status_message)
+            task = await self._store.aset_status_message(self.id, status_message)
         except (OperationalError, InterfaceError) as exc:
             # Progress is not the outcome: dropped (the next update carries the news), the task runs on.
             throttle.log(logger, logging.WARNING, "task-progress", "A task's progress was dropped: %s", exc)
@@ -213,7 +213,7 @@ class RunningTask(TaskContext):
             asked = {wk: r.to_wire() for wk, (_, r) in pending.items()}
             # Through an outage of the database the body waits to ask, as its final write would (it lives on).
             task = await aretried_while_down(
-                partial(self._runner.store.apark, self.id, asked), self._retry_for(), f"Task {self.id} asking"
+                partial(self._store.apark, self.id, asked), self._retry_for(), f"Task {self.id} asking"
             )
             if task is None:  # no longer active: cancelled, reaped or deleted meanwhile
                 raise self._vanished()
@@ -237,7 +237,7 @@ class RunningTask(TaskContext):
             self._wake.clear()
             missing = [k for k in wire_keys if k not in collected]
             taken = await aretried_while_down(
-                partial(self._runner.store.atake_answers, self.id, missing),
+                partial(self._store.atake_answers, self.id, missing),
                 self._retry_for(),
                 f"Task {self.id} reading",
             )

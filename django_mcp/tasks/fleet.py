@@ -13,7 +13,8 @@ import importlib
 import logging
 import signal
 import threading
-from typing import TYPE_CHECKING, Any
+import weakref
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings as django_settings
 from django.db import close_old_connections
@@ -24,8 +25,25 @@ from .models import ACTIVE, Task, TaskStatus
 from .store.errors import aretried_while_down
 
 if TYPE_CHECKING:
-    from .plugin import McpTasks
+    from ..server.tools.registry import ToolRegistry
+    from .runner import TaskRunner
     from .store import TaskStore
+
+
+class RunsBodies(Protocol):
+    """What a fleet worker needs of the server's :class:`~.plugin.McpTasks` to run a task's body."""
+
+    @property
+    def store(self) -> TaskStore: ...
+
+    @property
+    def runner(self) -> TaskRunner: ...
+
+    tools: ToolRegistry | None
+
+
+installed: weakref.WeakValueDictionary[str, RunsBodies] = weakref.WeakValueDictionary()
+"""Each server's McpTasks by the server's name: a worker has only the task's server name."""
 
 logger = logging.getLogger("django_mcp.tasks")
 
@@ -74,11 +92,9 @@ async def aenqueue(task: Task, backend: str, queue: str, namespace: str, store: 
     await store.aenqueue(task.id, enqueue)
 
 
-def find_plugin(namespace: str) -> McpTasks:
+def find_plugin(namespace: str) -> RunsBodies:
     """The McpTasks of the server mounted under ``namespace`` (importing the URLconf builds the servers)."""
     from django.urls import get_resolver
-
-    from .plugin import installed
 
     get_resolver().url_patterns  # noqa: B018 - imports ROOT_URLCONF, which builds every McpServer
     plugin = installed.get(namespace)
@@ -120,7 +136,7 @@ async def arun(task_id: str, namespace: str) -> str:
         runner.unexpect(task_id)  # a no-op once it started
 
 
-async def _aclaim_and_run(task_id: str, namespace: str, plugin: McpTasks, lease_seconds: float) -> str:
+async def _aclaim_and_run(task_id: str, namespace: str, plugin: RunsBodies, lease_seconds: float) -> str:
     from .publishing import apublish
 
     store, runner = plugin.store, plugin.runner

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +21,10 @@ from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
 from ..server.params import parse_params
 from . import gauges  # noqa: F401  (declares the tasks' OpenTelemetry gauges)
 from .cancelling import acancel
+from .checks import check_plugin
 from .conf import get_tasks_settings
 from .context import InlineTask, Run, TaskContext, begin_run, check_run
+from .fleet import aenqueue, installed
 from .models import ACTIVE, Task, creator_fields
 from .options import (
     check_backend_alias,
@@ -68,10 +69,6 @@ def default_tasks_per_owner(max_tasks: int) -> int:
     """The per-caller cap when none is given: a tenth of ``max_tasks``, at least 10 (at most ``max_tasks``),
     so that one caller cannot fill the server alone."""
     return min(max_tasks, max(10, max_tasks // 10))
-
-
-installed: weakref.WeakValueDictionary[str, McpTasks] = weakref.WeakValueDictionary()
-"""The McpTasks of each server built in this process, by URL namespace."""
 
 
 class McpTasks(ExtensionPlugin):
@@ -246,8 +243,6 @@ class McpTasks(ExtensionPlugin):
         return ListenSubscription({"taskIds": visible}, tuple(task_group(i) for i in visible), snapshot)
 
     def check(self, tools: list[Tool]) -> list[CheckMessage]:
-        from .checks import check_plugin
-
         return check_plugin(self, tools)
 
     async def startup(self) -> None:
@@ -385,8 +380,6 @@ class McpTasks(ExtensionPlugin):
             self.runner.unexpect(str(task_id))
             raise
         if backend:
-            from .fleet import aenqueue
-
             try:
                 await aenqueue(task, backend, self.task_queue, self.namespace, self.store)
             except Exception as exc:

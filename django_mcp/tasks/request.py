@@ -7,7 +7,7 @@ import functools
 import json
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.http import HttpRequest, QueryDict
 
@@ -16,8 +16,9 @@ from ..server.context import McpRequest
 from .context import TaskContext
 
 if TYPE_CHECKING:
+    from ..server.extensions import ExtensionResult
     from ..server.tools.definition import Tool
-    from .plugin import McpTasks
+    from .context import Run
 
 
 class TaskRequest(McpRequest):
@@ -117,9 +118,17 @@ def current_task(request: McpRequest) -> TaskContext | None:
     return task if isinstance(task, TaskContext) else None
 
 
+class CreatesTasks(Protocol):
+    """What a tool call's body asks to start a task (:class:`~.plugin.McpTasks`)."""
+
+    async def acreate(
+        self, request: McpRequest, tool: Tool, run: Run, status_message: str = "", backend: str | None = None
+    ) -> ExtensionResult: ...
+
+
 @dataclass(frozen=True)
 class ToolCall:
-    plugin: McpTasks
+    plugin: CreatesTasks
     request: McpRequest
     tool: Tool
     served: bool

@@ -101,7 +101,7 @@ class TaskRunner:
 
     def start(self, task: Task, tool: Tool, run: Run, capabilities: Mapping[str, Any]) -> asyncio.Task[None]:
         """Run ``run(running)`` in the background, supervised (called once the row is committed)."""
-        running = RunningTask(self, task, tool, capabilities)
+        running = RunningTask(self.store, task, tool, capabilities)
         # In the creating request, inside its span; on a fleet worker, from the row.
         running.creator_link = telemetry.creator_link() or telemetry.link_to(task.traceparent)
         loop = asyncio.get_running_loop()

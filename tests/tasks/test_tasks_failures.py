@@ -162,7 +162,7 @@ async def test_an_orphaned_task_is_failed_by_whoever_reads_it(async_client):
 
 async def test_request_input_needs_at_least_one_request():
     task = await Task.objects.acreate(tool="t", owner="o", poll_interval_ms=1)
-    context = RunningTask(PLUGIN.runner, task, task_tools.get("quick"), {})
+    context = RunningTask(PLUGIN.store, task, task_tools.get("quick"), {})
     with pytest.raises(ValueError, match="at least one"):
         await context.arequest_input({})
 

@@ -8,14 +8,12 @@ import logging
 import time
 import uuid
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...conf import get_settings
 from ..notify import on_publish, throttle
 from .layer_health import LayerUnavailable, LayerWatch
-
-if TYPE_CHECKING:
-    from .stream import ListenStream
+from .listener import Listener
 
 logger = logging.getLogger("django_mcp")
 
@@ -38,7 +36,7 @@ class Subscription:
                 await self.aleave(group)
 
 
-def subscription_for(layer: Any, stream: ListenStream) -> Subscription:
+def subscription_for(layer: Any, stream: Listener) -> Subscription:
     if get_settings().LISTEN_FANOUT == "process":
         return _Shared(Fanout.of(layer), stream)
     return _OwnChannel(layer, stream)
@@ -47,7 +45,7 @@ def subscription_for(layer: Any, stream: ListenStream) -> Subscription:
 class _OwnChannel(Subscription):
     """``LISTEN_FANOUT = "stream"``: a layer channel of the stream's own, read by a task of its own."""
 
-    def __init__(self, layer: Any, stream: ListenStream) -> None:
+    def __init__(self, layer: Any, stream: Listener) -> None:
         self.layer, self.stream = layer, stream
         self.channel: str | None = None
         self.reader: asyncio.Task[None] | None = None
@@ -91,7 +89,7 @@ class _OwnChannel(Subscription):
 class _Shared(Subscription):
     """``LISTEN_FANOUT = "process"``: the loop's :class:`Fanout` channel for each group."""
 
-    def __init__(self, fanout: Fanout, stream: ListenStream) -> None:
+    def __init__(self, fanout: Fanout, stream: Listener) -> None:
         self.fanout, self.stream = fanout, stream
 
     async def ajoin(self, group: str) -> None:
@@ -104,7 +102,7 @@ class _Shared(Subscription):
 class _Group:
     def __init__(self) -> None:
         self.channel: str | None = None
-        self.streams: set[ListenStream] = set()
+        self.streams: set[Listener] = set()
         self.ready: asyncio.Future[None] | None = None
         self.reader: asyncio.Task[None] | None = None
 
@@ -184,7 +182,7 @@ class Fanout:
         """How many (stream, group) memberships this loop's streams hold."""
         return sum(len(entry.streams) for entry in self.groups.values())
 
-    async def ajoin(self, group: str, stream: ListenStream) -> None:
+    async def ajoin(self, group: str, stream: Listener) -> None:
         entry = self.groups.get(group)
         if entry is None:
             entry = self.groups[group] = _Group()
@@ -208,7 +206,7 @@ class Fanout:
             raise
         entry.reader = asyncio.ensure_future(self._aread(group, entry))
 
-    async def aleave(self, group: str, stream: ListenStream) -> None:
+    async def aleave(self, group: str, stream: Listener) -> None:
         entry = self.groups.get(group)
         if entry is None or stream not in entry.streams:  # (its entry failed and was replaced meanwhile)
             return

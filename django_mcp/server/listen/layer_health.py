@@ -7,14 +7,12 @@ import contextlib
 import logging
 import uuid
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...compat import redis_subscriber_connections
 from ...conf import get_settings
 from ..notify import on_publish_failure, quiet_layer_logs, throttle
-
-if TYPE_CHECKING:
-    from .stream import ListenStream
+from .listener import Listener
 
 logger = logging.getLogger("django_mcp")
 
@@ -33,7 +31,7 @@ class LayerWatch:
 
     def __init__(self, layer: Any) -> None:
         self.layer = layer
-        self.streams: weakref.WeakSet[ListenStream] = weakref.WeakSet()
+        self.streams: weakref.WeakSet[Listener] = weakref.WeakSet()
         self.healthy = True
         self.failures = 0
         self._loop_task: asyncio.Task[None] | None = None
@@ -65,13 +63,13 @@ class LayerWatch:
 
     # -- streams
 
-    def register(self, stream: ListenStream) -> None:
+    def register(self, stream: Listener) -> None:
         self.streams.add(stream)
         self._hook_reconnects()
         if self._loop_task is None or self._loop_task.done():
             self._loop_task = asyncio.ensure_future(self._arun())
 
-    def unregister(self, stream: ListenStream) -> None:
+    def unregister(self, stream: Listener) -> None:
         self.streams.discard(stream)
 
     async def aensure_healthy(self) -> None:
@@ -79,7 +77,7 @@ class LayerWatch:
         if not self.healthy and not await self.aprobe():
             raise LayerUnavailable("the channel layer failed its check; try again shortly")
 
-    def fail(self, reason: str, streams: list[ListenStream] | None = None, *, unhealthy: bool = True) -> None:
+    def fail(self, reason: str, streams: list[Listener] | None = None, *, unhealthy: bool = True) -> None:
         """End ``streams`` (default: every registered one) with the error, logging at most a line a minute."""
         if unhealthy:
             self.healthy = False

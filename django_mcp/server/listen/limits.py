@@ -5,21 +5,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 from ...conf import get_settings
 from ...protocol.errors import INTERNAL_ERROR, McpJsonRpcError
+from .listener import Listener
 
-if TYPE_CHECKING:
-    from .stream import ListenStream
+L = TypeVar("L", bound=Listener)
 
 logger = logging.getLogger("django_mcp")
 
 
-open_streams: weakref.WeakSet[ListenStream] = weakref.WeakSet()
+open_streams: weakref.WeakSet[Listener] = weakref.WeakSet()
 
 
-admitted_streams: dict[str, weakref.WeakSet[ListenStream]] = {}  # principal -> streams admitted, not yet ended
+admitted_streams: dict[str, weakref.WeakSet[Listener]] = {}  # principal -> streams admitted, not yet ended
 
 
 class WriteBudget:
@@ -62,7 +62,7 @@ class WriteBudget:
 write_budget = WriteBudget()
 
 
-def admit_stream(stream: ListenStream, principal: str) -> ListenStream:
+def admit_stream(stream: L, principal: str) -> L:
     """Count ``stream`` against this process's limits for ``principal`` (a digest), or refuse it.
 
     Raises -32603 with HTTP 429 when ``principal`` already holds ``LISTEN_MAX_STREAMS_PER_PRINCIPAL``
