@@ -21,7 +21,6 @@ from .protocol.errors import McpJsonRpcError
 from .publish.drf import publish_drf
 from .publish.ninja import publish_ninja
 from .publish.queries import publish_query
-from .server.context import McpRequest
 from .server.definitions import DefinitionError
 from .server.extensions import ExtensionMethod, ExtensionPlugin, ExtensionResult, ListenSubscription
 from .server.listen import close_listen_streams
@@ -38,6 +37,7 @@ from .server.mrtr import (
 from .server.notify import anotify_resource_updated, notify_resource_updated
 from .server.options import ServerOptions
 from .server.prompts.definition import Prompt, PromptArgument, PromptRegistry, prompt, prompts
+from .server.request import McpRequest
 from .server.resources.definition import Resource, ResourceRegistry, ResourceTemplate, resource, resources
 from .server.results import ToolError
 from .server.signals import tool_called

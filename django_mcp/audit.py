@@ -21,8 +21,8 @@ from django.db import connections, models, router
 from django.utils import timezone
 
 from .conf import SETTINGS_NAME, get_settings
-from .server.context import McpRequest
 from .server.lifecycle import lifecycle
+from .server.request import McpRequest
 from .server.signals import tool_called
 from .server.tools.definition import Tool
 

@@ -9,6 +9,7 @@ milliseconds are computed where they go out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import cache, cached_property
 from typing import Any, Literal, TypeVar
@@ -26,6 +27,28 @@ from .protocol.validation import PROTOCOL_VERSION
 SETTINGS_NAME = "DJANGO_MCP"
 
 S = TypeVar("S", bound=BaseModel)
+
+
+_RATE = re.compile(r"(\d+)/(\d*)([smhd])|(\d+)/(\d+)")  # django-ratelimit's rates
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def split_rate(rate: str) -> tuple[int, int]:
+    """(count, seconds) of ``"<count>/<period>"`` read as django-ratelimit reads it (``"600/m"``, ``"10/30s"``,
+    ``"1000/h"``, ``"5/d"``, ``"5/30"`` for 30 seconds); else ValueError."""
+    found = _RATE.fullmatch(rate) if isinstance(rate, str) else None
+    if found is not None:
+        count, multiple, unit, plain_count, seconds = found.groups()
+        split = (int(count), int(multiple or 1) * _UNIT_SECONDS[unit]) if unit else (int(plain_count), int(seconds))
+        if min(split) >= 1:
+            return split
+    raise ValueError(f"Invalid rate {rate!r}: give '<count>/<period>', e.g. '600/m', '10/30s' or '1000/h'")
+
+
+def check_rate(rate: str) -> str:
+    """``rate`` if :func:`split_rate` reads it; else ValueError."""
+    split_rate(rate)
+    return rate
 
 
 class McpSettings(BaseModel):
@@ -81,8 +104,6 @@ class McpSettings(BaseModel):
     @field_validator("RATE_LIMIT")
     @classmethod
     def _rate(cls, rate: str | None) -> str | None:
-        from .server.definitions import check_rate
-
         return rate if rate is None else check_rate(rate)
 
     @cached_property

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .conf import McpSettings, get_settings
 from .decorators import client_endpoint
-from .server.context import McpRequest
 from .server.dispatch import Dispatcher
 from .server.extensions import ExtensionPlugin
 from .server.lifecycle import lifecycle
 from .server.options import ResolvedOptions, ServerOptions
 from .server.prompts.definition import PromptRegistry
 from .server.prompts.definition import prompts as project_prompts
+from .server.request import McpRequest
 from .server.resources.definition import ResourceRegistry
 from .server.resources.definition import resources as project_resources
 from .server.tools.registry import ToolRegistry

@@ -13,7 +13,7 @@ from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpResponseBase
 
 from ..compat import skip_csrf_check
-from ..server.context import McpRequest
+from ..server.request import McpRequest
 
 logger = logging.getLogger("django_mcp")
 

@@ -14,8 +14,8 @@ from typing import Any
 from django.urls import NoReverseMatch
 
 from ..compat import ninja_operations
-from ..server.context import McpRequest
 from ..server.definitions import DefinitionError
+from ..server.request import McpRequest
 from ..server.tools.definition import Tool
 from ..server.tools.registry import ToolRegistry
 from ..server.tools.registry import registry as default_registry

@@ -18,8 +18,8 @@ from django.db import models
 from django.db.models import QuerySet
 
 from ..protocol.errors import invalid_params
-from ..server.context import McpRequest
 from ..server.definitions import DefinitionError
+from ..server.request import McpRequest
 from ..server.results import ToolError
 from ..server.tools.definition import Tool
 from ..server.tools.registry import ToolRegistry

@@ -17,7 +17,7 @@ from typing import Any, Protocol, TypeVar
 from asgiref.sync import sync_to_async
 
 from ..pooled import gives_back_pooled_connections
-from .context import McpRequest
+from .request import McpRequest
 
 logger = logging.getLogger("django_mcp")
 

@@ -21,7 +21,7 @@ from .params import Params
 if TYPE_CHECKING:
     from django.core.checks import CheckMessage
 
-    from .context import McpRequest
+    from .request import McpRequest
     from .tools.definition import Tool
     from .tools.registry import ToolRegistry
 

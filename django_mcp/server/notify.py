@@ -15,28 +15,19 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.apps import apps
 from django.conf import settings
 
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import notification
 
-if TYPE_CHECKING:
-    from .tools.registry import Registry
-
 logger = logging.getLogger("django_mcp")
 
 MESSAGE_TYPE = "mcp.notification"
-_LIST_CHANGED = {
-    "tools": "notifications/tools/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
-}
 _background: set[asyncio.Task[None]] = set()
 
 FailureListener = Callable[[str, BaseException], None]
@@ -269,13 +260,6 @@ def broadcast(group: str, message: dict[str, Any]) -> None:
     task = loop.create_task(abroadcast(group, message))
     _background.add(task)
     task.add_done_callback(_background.discard)
-
-
-def announce_list_changed(registry: Registry[Any]) -> None:
-    """Tell listeners a registry changed; registrations during startup are not changes."""
-    if not apps.ready:
-        return
-    broadcast(registry.channel_group, notification(_LIST_CHANGED[registry.kind], {}))
 
 
 def notify_resource_updated(uri: str) -> None:

@@ -22,12 +22,11 @@ from django.core.cache import BaseCache
 from django.core.cache.backends.dummy import DummyCache
 from django.core.cache.backends.locmem import LocMemCache
 
-from ..conf import get_settings
+from ..conf import get_settings, split_rate
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..shared_caches import async_redis_of, shared_cache
-from .context import McpRequest
-from .definitions import split_rate
 from .notify import unavailable
+from .request import McpRequest
 
 logger = logging.getLogger("django_mcp")
 _CANNOT_COUNT = "Rate limits cannot be counted now: try again shortly"

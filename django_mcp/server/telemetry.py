@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from ..protocol.errors import McpJsonRpcError
 from ..version import __version__
-from .context import McpRequest
+from .request import McpRequest
 
 T = TypeVar("T")
 _TARGETS = {"tools/call": ("name", "gen_ai.tool.name"), "prompts/get": ("name", "gen_ai.prompt.name")}

@@ -14,9 +14,9 @@ from django.db import InterfaceError, OperationalError
 
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, missing_capability
 from ..server import telemetry
-from ..server.context import McpRequest
 from ..server.mrtr import InputRequest
 from ..server.notify import throttle
+from ..server.request import McpRequest
 from ..server.tools.definition import Tool
 from .conf import get_tasks_settings
 from .models import Task

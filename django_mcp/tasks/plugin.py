@@ -14,11 +14,11 @@ from pydantic import BaseModel
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params, missing_capability
 from ..protocol.jsonrpc import notification
 from ..server import telemetry
-from ..server.context import McpRequest, needs_asgi, principal_digest
 from ..server.extensions import ExtensionMethod, ExtensionPlugin, ExtensionResult, ListenSubscription, ProceedToolCall
 from ..server.lifecycle import shutting_down
 from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
 from ..server.params import parse_params
+from ..server.request import McpRequest, needs_asgi, principal_digest
 from . import gauges  # noqa: F401  (declares the tasks' OpenTelemetry gauges)
 from .cancelling import acancel
 from .checks import check_plugin

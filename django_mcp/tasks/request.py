@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from django.http import HttpRequest, QueryDict
 
 from ..protocol.jsonrpc import RequestMeta
-from ..server.context import McpRequest
+from ..server.request import McpRequest
 from .context import TaskContext
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ from channels.layers import get_channel_layer
 
 from ..protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
 from ..protocol.jsonrpc import dumps
-from ..server.context import McpRequest
 from ..server.mrtr import InputRequest, refuse_undeclared
 from ..server.notify import throttle, unavailable
+from ..server.request import McpRequest
 from . import sessions
 
 logger = logging.getLogger("django_mcp")

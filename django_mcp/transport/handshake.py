@@ -40,10 +40,10 @@ from ..protocol.jsonrpc import LOG_LEVELS, RequestMeta, parse_message, readable_
 from ..protocol.validation import Rejection, check_origin
 from ..server import telemetry
 from ..server.access import avisible
-from ..server.context import McpRequest, needs_asgi, principal_digest
 from ..server.listen import CONTROL_TYPE, ListenStream, admit_stream
 from ..server.notify import has_channel_layer, resource_group
 from ..server.rates import aenforce_request_rate
+from ..server.request import McpRequest, needs_asgi, principal_digest
 from . import asking, sessions
 from .http import aresolve_user, origin_allowed, warn_wsgi_once
 from .respond import Outbox, aensure_started, arespond, atraced

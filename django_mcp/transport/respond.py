@@ -16,8 +16,8 @@ from ..protocol import sse
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import error_response, result_response
 from ..server import telemetry
-from ..server.context import McpRequest
 from ..server.listen import ListenStream
+from ..server.request import McpRequest
 from .http import warn_wsgi_once
 from .responses import database_unavailable, json_response, sse_response
 

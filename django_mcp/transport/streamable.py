@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponseBase
 
 from ..protocol.validation import Admitted
 from ..server import telemetry
-from ..server.context import McpRequest
+from ..server.request import McpRequest
 from .http import aresolve_user
 from .respond import Outbox, Served, aensure_started, arespond, atraced
 from .responses import accepted

@@ -14,8 +14,8 @@ from django.test import override_settings
 
 from django_mcp import DefinitionError, McpServer, ToolRegistry
 from django_mcp.checks import check_rate_limit_cache, check_settings
+from django_mcp.conf import split_rate
 from django_mcp.models import PersonalToken
-from django_mcp.server.definitions import split_rate
 from tests.wire import assert_wire, post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,10 +16,11 @@ from jsonschema.exceptions import ValidationError as SchemaValidationError
 from pydantic import BaseModel, ValidationError, create_model
 from pydantic.json_schema import GenerateJsonSchema
 
+from ...conf import check_rate
 from ...protocol.errors import invalid_params
 from ...protocol.headers import ParamHeader, param_headers
 from ...protocol.jsonrpc import compact
-from ..definitions import PERMISSION, SCOPE_TOKEN, DefinitionError, check_rate, checked_names
+from ..definitions import PERMISSION, SCOPE_TOKEN, DefinitionError, checked_names
 from ..handlers import first_parameter_takes_request
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # used with fullmatch

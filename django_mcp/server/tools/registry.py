@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Generic, TypeVar, overload
 
+from django.apps import apps
+
+from ...protocol.jsonrpc import notification
 from ..definitions import DefinitionError
+from ..notify import broadcast
 from .definition import Tool, build_tool
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -72,9 +76,9 @@ class Registry(Generic[T]):
         return key in self._items
 
     def _changed(self) -> None:
-        from ..notify import announce_list_changed
-
-        announce_list_changed(self)
+        """Tell listeners the list changed; registrations while the apps load are not changes."""
+        if apps.ready:
+            broadcast(self.channel_group, notification(f"notifications/{self.kind}/list_changed", {}))
 
 
 class ToolRegistry(Registry[Tool]):

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import invalid_params
 from ..access import avisible, log_refusal
-from ..context import McpRequest
 from ..handlers import arun_handler
 from ..params import ListParams, ReadResourceParams
-from .definition import resource_contents
+from ..request import McpRequest
+from ..resources.definition import resource_contents
 
 if TYPE_CHECKING:
-    from ..dispatch import ServerContext
+    from ..context import ServerContext
 
 
 async def list_resources(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import invalid_params
 from ..access import avisible, log_refusal
-from ..context import McpRequest
 from ..handlers import arun_handler
 from ..params import GetPromptParams, ListParams
-from .definition import prompt_result
+from ..prompts.definition import prompt_result
+from ..request import McpRequest
 
 if TYPE_CHECKING:
-    from ..dispatch import ServerContext
+    from ..context import ServerContext
 
 
 async def list_prompts(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..conf import get_settings
-from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
-from ..protocol.jsonrpc import META_SERVER_INFO
-from .access import avisible
-from .context import McpRequest, needs_asgi, principal_digest
-from .listen import ListenStream, admit_stream
-from .notify import has_channel_layer, resource_group
-from .params import ListenParams
-from .tools.registry import Registry
+from ...conf import get_settings
+from ...protocol.errors import INTERNAL_ERROR, McpJsonRpcError
+from ...protocol.jsonrpc import META_SERVER_INFO
+from ..access import avisible
+from ..listen import ListenStream, admit_stream
+from ..notify import has_channel_layer, resource_group
+from ..params import ListenParams
+from ..request import McpRequest, needs_asgi, principal_digest
+from ..tools.registry import Registry
 
 if TYPE_CHECKING:
-    from .dispatch import ServerContext
+    from ..context import ServerContext
 
 
 async def listen(context: ServerContext, request: McpRequest, params: ListenParams) -> ListenStream:

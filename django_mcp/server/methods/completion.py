@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.errors import invalid_params
-from .access import avisible
-from .context import McpRequest
-from .handlers import arun_handler
-from .params import CompleteParams
-from .resources.definition import ResourceTemplate
+from ...protocol.errors import invalid_params
+from ..access import avisible
+from ..handlers import arun_handler
+from ..params import CompleteParams
+from ..request import McpRequest
+from ..resources.definition import ResourceTemplate
 
 if TYPE_CHECKING:
-    from .dispatch import ServerContext
+    from ..context import ServerContext
 
 _MAX_COMPLETIONS = 100
 

@@ -13,18 +13,18 @@ from django.db import InterfaceError, OperationalError
 from ...protocol.errors import McpJsonRpcError, invalid_params
 from ...protocol.headers import check_param_headers
 from ..access import avisible, log_refusal, require_scopes
-from ..context import McpRequest
 from ..extensions import ExtensionResult, ProceedToolCall
 from ..handlers import call_handler
 from ..mrtr import InputRequired
 from ..params import CallToolParams, ListParams
 from ..rates import aenforce_tool_rate
+from ..request import McpRequest
 from ..results import call_tool_result, exception_result
 from ..signals import tool_called
-from .definition import Tool
+from ..tools.definition import Tool
 
 if TYPE_CHECKING:
-    from ..dispatch import ServerContext
+    from ..context import ServerContext
 
 
 async def list_tools(context: ServerContext, request: McpRequest, params: ListParams) -> dict[str, Any]:
