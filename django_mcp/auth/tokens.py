@@ -7,20 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..token_errors import InvalidToken, TokenServiceUnavailable
+
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
-
-class InvalidToken(Exception):
-    """The bearer token is not good here: unknown, expired, revoked, for another resource or for nobody.
-
-    Answered with HTTP 401 and ``WWW-Authenticate: Bearer error="invalid_token"``; the message
-    becomes the challenge's ``error_description`` (so it must name no secret).
-    """
-
-
-class TokenServiceUnavailable(Exception):
-    """What a token is checked against cannot be reached (answered 503, not 401: the token may be good)."""
+__all__ = ["InvalidToken", "TokenServiceUnavailable", "TokenVerifier", "VerifiedToken"]
 
 
 @dataclass(frozen=True, eq=False)

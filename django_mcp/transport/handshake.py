@@ -50,7 +50,7 @@ from .respond import Outbox, aensure_started, arespond, atraced
 from .responses import accepted, error_json, json_response, sse_response
 
 if TYPE_CHECKING:
-    from ..endpoint import McpServer
+    from .mounted import MountedServer
 
 logger = logging.getLogger("django_mcp")
 
@@ -67,13 +67,13 @@ def _missing_session() -> McpJsonRpcError:
     return McpJsonRpcError(INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required", http_status=400)
 
 
-def principal(server: McpServer, http_request: HttpRequest) -> str:
+def principal(server: MountedServer, http_request: HttpRequest) -> str:
     """The session owner for this HTTP request (the same principal naming as task bindings)."""
     probe = McpRequest(http_request, request_id=None, method="", params={}, meta=_meta("", {}, None))
     return principal_digest(server.urls_namespace, probe.principal_key)
 
 
-def limit_key(server: McpServer, http_request: HttpRequest) -> str:
+def limit_key(server: MountedServer, http_request: HttpRequest) -> str:
     """Whom per-caller limits count for this HTTP request (:attr:`McpRequest.limit_key`), as a digest."""
     probe = McpRequest(http_request, request_id=None, method="", params={}, meta=_meta("", {}, None))
     return principal_digest(server.urls_namespace, probe.limit_key)
@@ -93,7 +93,9 @@ def _meta(
     )
 
 
-async def asession_for(server: McpServer, http_request: HttpRequest, headers: Mapping[str, str]) -> sessions.McpSession:
+async def asession_for(
+    server: MountedServer, http_request: HttpRequest, headers: Mapping[str, str]
+) -> sessions.McpSession:
     """The request's session: 400 without the header, 404 for an unknown, ended or someone else's."""
     session_id = headers.get(SESSION_HEADER)
     if session_id is None:
@@ -108,7 +110,7 @@ async def asession_for(server: McpServer, http_request: HttpRequest, headers: Ma
 
 
 async def aserve_post(
-    server: McpServer, http_request: HttpRequest, obj: Any, headers: Mapping[str, str]
+    server: MountedServer, http_request: HttpRequest, obj: Any, headers: Mapping[str, str]
 ) -> HttpResponseBase:
     """Serve one handshake-era POST body (decoded by the ladder): a reply, ``initialize``, or a session request."""
     await aresolve_user(http_request)
@@ -124,7 +126,7 @@ async def aserve_post(
 
 
 async def _aadmit(
-    server: McpServer, http_request: HttpRequest, obj: Any, headers: Mapping[str, str]
+    server: MountedServer, http_request: HttpRequest, obj: Any, headers: Mapping[str, str]
 ) -> tuple[McpRequest, sessions.McpSession] | HttpResponseBase:
     """The :class:`McpRequest` to serve, or the finished response (a reply, ``initialize``, a notification)."""
     if isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj):
@@ -177,7 +179,7 @@ async def _acannot_ask_without_a_stream(requests: Any) -> dict[str, Any]:
     raise needs_asgi("Asking a handshake-era client mid-request (a request on the response stream)")
 
 
-async def _aserve(server: McpServer, request: McpRequest, session: sessions.McpSession) -> dict[str, Any]:
+async def _aserve(server: MountedServer, request: McpRequest, session: sessions.McpSession) -> dict[str, Any]:
     await aensure_started(server, request)
 
     async def aserve() -> dict[str, Any]:
@@ -212,7 +214,7 @@ def _being_cancelled() -> bool:
 
 
 async def _ainitialize(
-    server: McpServer, http_request: HttpRequest, request_id: Any, params: dict[str, Any], served: tuple[str, ...]
+    server: MountedServer, http_request: HttpRequest, request_id: Any, params: dict[str, Any], served: tuple[str, ...]
 ) -> HttpResponseBase:
     capabilities = params.get("capabilities", {})
     if not isinstance(params.get("protocolVersion"), str) or not isinstance(capabilities, dict):
@@ -256,7 +258,7 @@ async def _ainitialize(
 
 
 async def aserve_handshake_only(
-    server: McpServer, context: McpRequest, session: sessions.McpSession
+    server: MountedServer, context: McpRequest, session: sessions.McpSession
 ) -> dict[str, Any] | None:
     """``ping``, ``logging/setLevel``, ``resources/subscribe|unsubscribe``; None for every other method."""
     method, params = context.method, context.params
@@ -312,7 +314,7 @@ def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
 
 
 async def aserve_session_request(
-    server: McpServer, http_request: HttpRequest, headers: Mapping[str, str]
+    server: MountedServer, http_request: HttpRequest, headers: Mapping[str, str]
 ) -> HttpResponseBase:
     """A session's ``DELETE``, or its ``GET`` stream: list changes and subscribed resource updates, from any process."""
     check_origin(headers.get("origin"), lambda origin: origin_allowed(origin, http_request))
@@ -332,7 +334,7 @@ async def aserve_session_request(
     return sse_response(stream.aevents())
 
 
-async def _aopen_stream(server: McpServer, http_request: HttpRequest, headers: Mapping[str, str]) -> ListenStream:
+async def _aopen_stream(server: MountedServer, http_request: HttpRequest, headers: Mapping[str, str]) -> ListenStream:
     session = await asession_for(server, http_request, headers)
     probe = McpRequest(
         http_request,
@@ -362,7 +364,7 @@ async def _aopen_stream(server: McpServer, http_request: HttpRequest, headers: M
     )
 
 
-async def _aend_session(server: McpServer, http_request: HttpRequest, headers: Mapping[str, str]) -> HttpResponse:
+async def _aend_session(server: MountedServer, http_request: HttpRequest, headers: Mapping[str, str]) -> HttpResponse:
     session = await asession_for(server, http_request, headers)
     await sessions.adelete(session)
     return HttpResponse(status=200)

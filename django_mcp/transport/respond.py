@@ -22,7 +22,7 @@ from .http import warn_wsgi_once
 from .responses import database_unavailable, json_response, sse_response
 
 if TYPE_CHECKING:
-    from ..endpoint import McpServer
+    from .mounted import MountedServer
 
 logger = logging.getLogger("django_mcp")
 
@@ -50,7 +50,7 @@ class Outbox:
             self.woken.set_result(None)
 
 
-async def aensure_started(server: McpServer, request: McpRequest) -> None:
+async def aensure_started(server: MountedServer, request: McpRequest) -> None:
     """Start the server's extensions on this loop (ASGI); under WSGI their loops would end with the request."""
     if request.served_by_asgi:
         await server.astarted()
@@ -58,7 +58,7 @@ async def aensure_started(server: McpServer, request: McpRequest) -> None:
         warn_wsgi_once()
 
 
-def atraced(server: McpServer, request: McpRequest, serve: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+def atraced(server: MountedServer, request: McpRequest, serve: Callable[[], Awaitable[T]]) -> Awaitable[T]:
     """``serve()``, in a span when tracing is on."""
     if not telemetry.active():
         return serve()

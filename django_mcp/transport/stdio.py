@@ -30,7 +30,7 @@ from ..protocol.jsonrpc import META_PROTOCOL_VERSION, parse_json
 from .views import aserve_message
 
 if TYPE_CHECKING:
-    from ..endpoint import McpServer
+    from .mounted import MountedServer
 
 
 Write = Callable[[bytes], None]
@@ -39,7 +39,7 @@ Write = Callable[[bytes], None]
 class StdioSession:
     """One stdio client of ``server``, calling as ``user``; messages out go to ``write`` (a line each)."""
 
-    def __init__(self, server: McpServer, user: Any, write: Write, path: str = "/mcp") -> None:
+    def __init__(self, server: MountedServer, user: Any, write: Write, path: str = "/mcp") -> None:
         self.server, self.user, self.write, self.path = server, user, write, path
         self.session_id: str | None = None
         self.negotiated: str | None = None

@@ -16,11 +16,11 @@ from .respond import Outbox, Served, aensure_started, arespond, atraced
 from .responses import accepted
 
 if TYPE_CHECKING:
-    from ..endpoint import McpServer
+    from .mounted import MountedServer
 
 
 async def aserve_post(
-    server: McpServer, http_request: HttpRequest, admitted: Admitted, headers: Mapping[str, str]
+    server: MountedServer, http_request: HttpRequest, admitted: Admitted, headers: Mapping[str, str]
 ) -> HttpResponseBase:
     """Serve one admitted 2026-07-28 POST: 202 for a notification, else the dispatcher's answer."""
     message = admitted.message
@@ -43,7 +43,7 @@ async def aserve_post(
     return await arespond(request, outbox, _aserve(server, request))
 
 
-async def _aserve(server: McpServer, request: McpRequest) -> Served:
+async def _aserve(server: MountedServer, request: McpRequest) -> Served:
     await aensure_started(server, request)
     if not telemetry.active():  # no span: no partial to build on every request
         return await server.dispatcher.adispatch(request)

@@ -12,17 +12,17 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
-from ..auth.tokens import InvalidToken, TokenServiceUnavailable
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
 from ..protocol.validation import HandshakeBody, Rejection, admit
 from ..server.lifecycle import lifecycle
+from ..token_errors import InvalidToken, TokenServiceUnavailable
 from . import handshake, streamable
 from .http import allowed_methods, origin_allowed, read_body, request_headers
 from .responses import database_unavailable, error_json
 
 if TYPE_CHECKING:
-    from ..endpoint import McpServer
+    from .mounted import MountedServer
 
 logger = logging.getLogger("django_mcp")
 
@@ -40,7 +40,7 @@ class _McpApi(NinjaAPI):
         return HttpResponse.__new__(HttpResponse)
 
 
-def build_api(server: McpServer) -> NinjaAPI:
+def build_api(server: MountedServer) -> NinjaAPI:
     """The NinjaAPI serving ``server`` (the server builds it once)."""
     api = _McpApi(urls_namespace=server.urls_namespace, docs_url=None, openapi_url=None)
 
@@ -105,14 +105,14 @@ def uncompressed_stream(request: HttpRequest, response: HttpResponseBase) -> Htt
     return response
 
 
-async def ahandle_post(server: McpServer, request: HttpRequest) -> HttpResponseBase:
+async def ahandle_post(server: MountedServer, request: HttpRequest) -> HttpResponseBase:
     """Run the ladder over one POST, then hand it to its era's front."""
     request.get_host()  # enforce ALLOWED_HOSTS (DNS rebinding) even without CommonMiddleware
     lifecycle.install_signal_handlers()
     return await aserve_message(server, request, request_headers(request))
 
 
-async def aserve_message(server: McpServer, request: HttpRequest, headers: Mapping[str, str]) -> HttpResponseBase:
+async def aserve_message(server: MountedServer, request: HttpRequest, headers: Mapping[str, str]) -> HttpResponseBase:
     """The ladder and the era's front for one message: what a POST gets once its host is accepted
     (and what stdio gets for each line)."""
     settings = get_settings()
@@ -136,7 +136,7 @@ async def aserve_message(server: McpServer, request: HttpRequest, headers: Mappi
     return await streamable.aserve_post(server, request, admitted, headers)
 
 
-async def ahandle_session_request(server: McpServer, request: HttpRequest) -> HttpResponseBase:
+async def ahandle_session_request(server: MountedServer, request: HttpRequest) -> HttpResponseBase:
     """A handshake-era session's ``GET`` stream or ``DELETE``; 405 where no handshake revision is served."""
     if not get_settings().handshake_versions or "Mcp-Session-Id" not in request.headers:
         # 2026-07-28 has no GET stream and no session to DELETE: only a handshake-era session has them.
