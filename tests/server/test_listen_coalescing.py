@@ -96,11 +96,13 @@ async def test_a_newer_state_goes_out_after_what_was_sent_before_it():
 
 
 class _Recorder:
-    def __init__(self, index: int, seen: list) -> None:
-        self.index, self.seen = index, seen
+    def __init__(self, index: int, seen: list, all_had_it: asyncio.Event, streams: int) -> None:
+        self.index, self.seen, self.all_had_it, self.streams = index, seen, all_had_it, streams
 
     def on_layer_message(self, message: dict) -> bool:
         self.seen.append(self.index)
+        if sum(isinstance(s, int) for s in self.seen) == self.streams:
+            self.all_had_it.set()
         return True
 
 
@@ -109,7 +111,8 @@ async def test_a_worker_hands_a_message_to_its_streams_a_slice_per_turn_of_the_l
     monkeypatch.setattr(Fanout, "STREAMS_PER_TURN", 2, raising=False)
     hub = Fanout.of(get_channel_layer())
     seen: list = []
-    streams = [_Recorder(i, seen) for i in range(5)]
+    all_had_it = asyncio.Event()
+    streams = [_Recorder(i, seen, all_had_it, 5) for i in range(5)]
     for stream in streams:
         await hub.ajoin(GROUP, stream)
     stop = asyncio.Event()
@@ -122,10 +125,7 @@ async def test_a_worker_hands_a_message_to_its_streams_a_slice_per_turn_of_the_l
     ticker = asyncio.ensure_future(other_work())
     try:
         await _send(_state("t1", 1))
-        for _ in range(200):
-            if sum(isinstance(s, int) for s in seen) == 5:
-                break
-            await asyncio.sleep(0)
+        await asyncio.wait_for(all_had_it.wait(), 5)  # through Redis on the PostgreSQL legs
     finally:
         stop.set()
         await ticker
