@@ -1298,22 +1298,25 @@ class Bench:
             )
             for target in mem:
                 self.guarded("memory", target, self.block_memory)
-        if not self.smoke and "parked" in phases:
-            parked = [t for t in plain if t.server == "uvicorn"]
-            log(
-                f"parked phase: SQL statements per minute with {s.parked_tasks} tasks in input_required "
-                f"({s.parked_window_s:.0f} s window, {s.parked_idle_s:.0f} s idle before)"
-            )
-            for target in parked:
-                self.guarded("parked", target, self.block_parked)
-        if not self.smoke and "fanout" in phases:
-            fan = [t for t in plain if t.server == "uvicorn"]
-            log(
-                f"fan-out phase: tools/call while {s.fanout_listeners} listeners follow one task updating "
-                f"{s.fanout_rate:g} times a second"
-            )
-            for target in fan:
-                self.guarded("fanout", target, self.block_fanout)
+        on_uvicorn = [t for t in plain if t.server == "uvicorn"]
+        for phase, what, block in (
+            (
+                "parked",
+                f"SQL statements per minute with {s.parked_tasks} tasks in input_required "
+                f"({s.parked_window_s:.0f} s window, {s.parked_idle_s:.0f} s idle before)",
+                self.block_parked,
+            ),
+            (
+                "fanout",
+                f"tools/call while {s.fanout_listeners} listeners follow one task updating "
+                f"{s.fanout_rate:g} times a second",
+                self.block_fanout,
+            ),
+        ):
+            if not self.smoke and phase in phases:
+                log(f"{phase} phase: {what}")
+                for target in on_uvicorn:
+                    self.guarded(phase, target, block)
         if pg and not self.smoke and "big" in phases:
             log(f"big phase: {s.seed_big} tasks stored (PostgreSQL)")
             try:
