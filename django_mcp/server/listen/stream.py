@@ -19,13 +19,13 @@ published meanwhile), so each event loop's :class:`LayerWatch` finds out:
   group and has the layer probed at once.
 
 Streams are cheap: none holds an OS thread (:func:`_release_request_thread`); a process receives a
-group's notification once and hands it to its streams of the group (:class:`Fanout`, except on the
-in-memory layer: ``LISTEN_FANOUT``); a burst of notifications queued for a stream goes out as one
-write, repeats of the same idempotent notification (a list change, an update of one resource) sent
-once; and the streams of a process make at most ``LISTEN_WRITES_PER_SECOND`` writes together
-(:class:`WriteBudget`), so a busy notification source cannot starve ordinary requests. Streams are
-bounded: ``LISTEN_MAX_STREAMS_PER_PRINCIPAL`` and ``LISTEN_MAX_STREAMS`` per process
-(:func:`admit_stream`)."""
+group's notification once and hands it to its streams of the group (:class:`Fanout`, unless
+``LISTEN_FANOUT`` is "stream"); a burst of notifications queued for a stream goes out as one write
+(a task's newer state replacing the one still queued, repeats of the same idempotent notification —
+a list change, an update of one resource — sent once); and the streams of a process make at most
+``LISTEN_WRITES_PER_SECOND`` writes together (:class:`WriteBudget`), so a busy notification source
+cannot starve ordinary requests. Streams are bounded: ``LISTEN_MAX_STREAMS_PER_PRINCIPAL`` and
+``LISTEN_MAX_STREAMS`` per process (:func:`admit_stream`)."""
 
 from __future__ import annotations
 
