@@ -172,8 +172,8 @@ async def test_counting_in_redis_is_one_round_trip_on_the_loop_and_the_caches_ow
     import redis
 
     token = await caller()
-    # A day's window: django-ratelimit's windows end at a time of their own (per key), and a test that
-    # ran across a minute's end started counting again (CI's MariaDB leg once saw [200, 200]).
+    # A day's window: django-ratelimit's windows end at a time of their own (per key); a test running
+    # across that moment would start counting again.
     with override_settings(CACHES=_redis_cache(private_redis.port), DJANGO_MCP={"RATE_LIMIT": "5/d"}):
         stats = redis.Redis(port=private_redis.port)
         before = int(stats.info("commandstats").get("cmdstat_incrby", {}).get("calls", 0))
