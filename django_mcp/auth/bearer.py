@@ -53,9 +53,14 @@ class BearerAuth:
         """What every token must carry here."""
         return self._scopes if self._scopes is not None else get_auth_settings().OAUTH_SCOPES
 
+    @property
+    def configured_resource_url(self) -> str | None:
+        """The resource URL given here or in settings; None to derive it from each request."""
+        return self._resource_url or get_auth_settings().OAUTH_RESOURCE_URL
+
     def resource(self, request: HttpRequest) -> str:
         """The canonical URL of the endpoint ``request`` reached (the audience its tokens need)."""
-        return resource_url(request, self._resource_url or get_auth_settings().OAUTH_RESOURCE_URL)
+        return resource_url(request, self.configured_resource_url)
 
     @property
     def verifiers(self) -> tuple[TokenVerifier, ...]:

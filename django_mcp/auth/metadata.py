@@ -26,7 +26,7 @@ def protected_resource_metadata(request: HttpRequest, resource_path: str | None 
         chosen = list(servers)
     bearers = [auth for auth in (s.auth for s in chosen) if isinstance(auth, BearerAuth)]
     bearer = bearers[0] if bearers else BearerAuth()
-    configured = bearer._resource_url or get_auth_settings().OAUTH_RESOURCE_URL
+    configured = bearer.configured_resource_url
     resource = configured or request.build_absolute_uri("/" + path).rstrip("/")
     scopes = list(dict.fromkeys([*bearer.scopes, *(s for server in chosen for s in server.tools.scopes_used())]))
     data: dict[str, Any] = {

@@ -84,6 +84,11 @@ def missing_capability(required: dict[str, Any], message: str | None = None) -> 
     )
 
 
+def internal_error(message: str, data: Any = None) -> McpJsonRpcError:
+    """-32603: the server could not do what was asked (a fault of its own or of a service it needs)."""
+    return McpJsonRpcError(INTERNAL_ERROR, message, data)
+
+
 def method_not_found(method: str) -> McpJsonRpcError:
     """-32601 for a method this server does not serve (to this request)."""
     return McpJsonRpcError(METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method})

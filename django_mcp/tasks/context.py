@@ -121,8 +121,11 @@ class TaskContext:
                 self._signal.set()
         return self._signal
 
-    def _cancel(self) -> None:
-        # The runner's, on tasks/cancel or at shutdown.
+    def mark_cancelled(self) -> None:
+        """Turn :attr:`cancelled` true and set :attr:`signal`: what ``tasks/cancel`` and shutdown do.
+
+        The runner calls it; a test of a task body calls it to see the body stop.
+        """
         self._cancelled = True
         if self._signal is not None:
             self._signal.set()

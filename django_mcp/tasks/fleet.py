@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from django.conf import settings as django_settings
 from django.db import close_old_connections
 
+from ..protocol.errors import internal_error
 from ..server.handlers import call_handler
 from .conf import get_tasks_settings
 from .models import ACTIVE, Task, TaskStatus
@@ -166,7 +167,7 @@ async def _aclaim_and_run(task_id: str, namespace: str, plugin: RunsBodies, leas
     except Exception as exc:  # a worker deployed out of step with the web processes
         logger.exception("Task %s: the worker could not start its body", task_id)
         message = f"Task failed: the worker could not start it ({type(exc).__name__})"
-        error = {"code": -32603, "message": message}
+        error = internal_error(message).to_error()
         done = await store.afinish(task_id, TaskStatus.FAILED, error=error, message=message)
         if done is not None:
             await apublish(done)

@@ -25,7 +25,7 @@ from channels.layers import get_channel_layer
 from django.db import InterfaceError, OperationalError, connections
 
 from ..compat import request_thread_executors
-from ..protocol.errors import McpJsonRpcError
+from ..protocol.errors import McpJsonRpcError, internal_error
 from ..server import telemetry
 from ..server.lifecycle import shutting_down
 from ..server.results import call_tool_result, exception_result
@@ -43,19 +43,18 @@ CONTROL_TYPE = "mcp.task.control"
 
 """A task body: ``async def run(task)`` or ``def run(task)`` (run in a thread), returning the tool result."""
 
-STOPPED: dict[str, Any] = {"code": -32603, "message": "Task interrupted: its server process stopped"}
-OWNER_GONE: dict[str, Any] = {"code": -32603, "message": "Task owner stopped: its server process stopped renewing it"}
+STOPPED = internal_error("Task interrupted: its server process stopped").to_error()
+OWNER_GONE = internal_error("Task owner stopped: its server process stopped renewing it").to_error()
 
 
 def never_started(timeout: float) -> dict[str, Any]:
     """The error of a fleet task no worker started within ``TASK_QUEUED_TIMEOUT_SECONDS``."""
-    return {
-        "code": -32603,
-        "message": f"No worker started the task within its queue timeout ({timeout:g} s): is the fleet running?",
-    }
+    return internal_error(
+        f"No worker started the task within its queue timeout ({timeout:g} s): is the fleet running?"
+    ).to_error()
 
 
-UNSTORABLE: dict[str, Any] = {"code": -32603, "message": "Task result could not be stored"}
+UNSTORABLE = internal_error("Task result could not be stored").to_error()
 
 
 def control_group(node: str) -> str:
@@ -184,7 +183,7 @@ class TaskRunner:
         if running.span is not None:
             running.span.add_event("tasks/cancel" if op == "cancel" else "tasks/update")
         if op == "cancel":
-            running._cancel()
+            running.mark_cancelled()
             if running.work is not None:
                 running.work.cancel()
         else:
@@ -300,7 +299,7 @@ class TaskRunner:
         tasks = list(self._running.values())
         supervisors = list(self._supervisors.values())
         for running in tasks:
-            running._cancel()
+            running.mark_cancelled()
         if supervisors and grace_seconds > 0:
             await asyncio.wait(supervisors, timeout=grace_seconds)
         for running in tasks:
@@ -358,7 +357,7 @@ def _ending_of_error(running: RunningTask, exc: Exception) -> Ending:
         # The task's own bookkeeping (or its body) lost the database: that is the server's failure,
         # never an isError result the tool did not produce.
         logger.error("Task %s lost the database: %s", running.id, exc)
-        return _failed({"code": -32603, "message": "Task failed: the database was unavailable"})
+        return _failed(internal_error("Task failed: the database was unavailable").to_error())
     return _completed(exception_result(running.tool, exc))
 
 

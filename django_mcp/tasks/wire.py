@@ -7,6 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from ..protocol.errors import internal_error
 from .models import Task, TaskStatus
 
 EXTENSION_ID = "io.modelcontextprotocol/tasks"
@@ -48,7 +49,7 @@ def detailed_task(task: Task) -> dict[str, Any]:
     elif task.status == TaskStatus.COMPLETED:
         wire["result"] = task.result or {"content": []}
     elif task.status == TaskStatus.FAILED:
-        wire["error"] = task.error or {"code": -32603, "message": "Task failed"}
+        wire["error"] = task.error or internal_error("Task failed").to_error()
     return wire
 
 

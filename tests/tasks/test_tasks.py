@@ -350,10 +350,10 @@ async def test_the_signal_event_is_set_by_a_cancel_before_or_after_it_is_first_a
     waiter = asyncio.ensure_future(waited_on.signal.wait())
     await asyncio.sleep(0)
     assert not waiter.done() and not waited_on.cancelled
-    waited_on._cancel()
+    waited_on.mark_cancelled()
     await asyncio.wait_for(waiter, 1)
     assert waited_on.cancelled and waited_on.signal.is_set()
-    asked_late._cancel()  # no event made yet (most tasks never ask for one)
+    asked_late.mark_cancelled()  # no event made yet (most tasks never ask for one)
     assert asked_late.cancelled and asked_late.signal.is_set()
 
 
