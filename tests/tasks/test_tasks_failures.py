@@ -590,21 +590,21 @@ async def test_a_known_outage_fails_calls_at_once_and_probes_once_a_period():
     outage.admit()  # the database is back
 
 
-async def test_the_store_door_stops_calling_a_database_it_found_unreachable():
-    from django_mcp.tasks.store import TaskStore
+async def test_the_store_door_stops_calling_a_database_it_found_unreachable(monkeypatch):
+    from django_mcp.tasks.store import TaskStore, operations
 
     store = TaskStore(2)
     calls = {"n": 0}
 
-    def down() -> None:
+    def down(task_id) -> None:
         calls["n"] += 1
         raise driver_error(None)
 
-    door = store.in_threads(down)
+    monkeypatch.setattr(operations, "reload", down)
     try:
         for _ in range(5):
             with pytest.raises(OperationalError):
-                await door()
+                await store.areload(1)
         assert calls["n"] == 1  # the rest failed without queueing for the database
     finally:
         store.close()
