@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..conf import get_settings
-from ..server.notify import throttle
+from ..server.outages import throttle
 from ..shared_caches import shared_cache
 from .tokens import VerifiedToken
 

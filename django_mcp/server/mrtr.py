@@ -26,7 +26,7 @@ from ..conf import get_settings
 from ..protocol.errors import invalid_params, missing_capability
 from ..protocol.jsonrpc import describe_validation_error
 from ..shared_caches import shared_cache
-from .notify import unavailable
+from .outages import unavailable
 
 logger = logging.getLogger("django_mcp")
 

@@ -25,7 +25,7 @@ from django.core.cache.backends.locmem import LocMemCache
 from ..conf import get_settings, split_rate
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..shared_caches import async_redis_of, shared_cache
-from .notify import unavailable
+from .outages import unavailable
 from .request import McpRequest
 
 logger = logging.getLogger("django_mcp")

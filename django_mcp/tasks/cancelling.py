@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from asgiref.sync import async_to_sync
 
 from .models import ACTIVE, Task
-from .publishing import apublish
+from .notify import anotify_changed
 from .runner import asend_control
 from .store import InCallersThread, TaskStore
 
@@ -33,7 +33,7 @@ async def acancel(store: CancelOperations, task: Task, deliver: Callable[[Task],
     if task.status in ACTIVE and task.backend and not task.node:
         cancelled = await store.acancel_queued(task.id)  # no worker has it yet: it never starts
         if cancelled is not None:
-            await apublish(cancelled)
+            await anotify_changed(cancelled)
             return
         task = await store.areload(task.id) or task  # a worker claimed it meanwhile: cancel it there
     if task.status in ACTIVE:

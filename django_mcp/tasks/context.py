@@ -15,12 +15,12 @@ from django.db import InterfaceError, OperationalError
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, missing_capability
 from ..server import telemetry
 from ..server.mrtr import InputRequest
-from ..server.notify import throttle
+from ..server.outages import throttle
 from ..server.request import McpRequest
 from ..server.tools.definition import Tool
 from .conf import get_tasks_settings
 from .models import Task
-from .publishing import apublish
+from .notify import anotify_changed
 from .store.errors import aretried_while_down
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ class RunningTask(TaskContext):
             throttle.log(logger, logging.WARNING, "task-progress", "A task's progress was dropped: %s", exc)
             return
         if task is not None:
-            await apublish(task)
+            await anotify_changed(task)
 
     async def arequest_input(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
         """Park the task in ``input_required`` until the client answered every request via ``tasks/update``.
@@ -220,7 +220,7 @@ class RunningTask(TaskContext):
             )
             if task is None:  # no longer active: cancelled, reaped or deleted meanwhile
                 raise self._vanished()
-            await apublish(task)
+            await anotify_changed(task)
             retry: dict[str, tuple[str, InputRequest[Any]]] = {}
             for wire_key, raw in (await self._acollect(list(pending))).items():
                 key, request = pending[wire_key]

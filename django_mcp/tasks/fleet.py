@@ -138,7 +138,7 @@ async def arun(task_id: str, namespace: str) -> str:
 
 
 async def _aclaim_and_run(task_id: str, namespace: str, plugin: RunsBodies, lease_seconds: float) -> str:
-    from .publishing import apublish
+    from .notify import anotify_changed
 
     store, runner = plugin.store, plugin.runner
     # A broker (RQ, Celery) hands the job over once: a claim lost to a database outage would leave the task
@@ -153,9 +153,9 @@ async def _aclaim_and_run(task_id: str, namespace: str, plugin: RunsBodies, leas
         if row is not None and row.status in ACTIVE and not row.node and row.cancel_requested:
             done = await store.afinish(task_id, TaskStatus.CANCELLED, message="Cancelled before it started")
             if done is not None:
-                await apublish(done)
+                await anotify_changed(done)
         return f"not run: {row.status if row is not None else 'deleted'}"
-    await apublish(claimed)
+    await anotify_changed(claimed)
     task = await store.aload_with_user(task_id)
     assert task is not None and plugin.tools is not None
     tool = plugin.tools.get(task.tool)
@@ -170,7 +170,7 @@ async def _aclaim_and_run(task_id: str, namespace: str, plugin: RunsBodies, leas
         error = internal_error(message).to_error()
         done = await store.afinish(task_id, TaskStatus.FAILED, error=error, message=message)
         if done is not None:
-            await apublish(done)
+            await anotify_changed(done)
         return "not started"
 
     async def body(context: Any) -> Any:

@@ -26,6 +26,7 @@ from .conf import get_tasks_settings
 from .context import InlineTask, Run, TaskContext, begin_run, check_run
 from .fleet import aenqueue, installed
 from .models import ACTIVE, Task, creator_fields
+from .notify import anotify_changed, task_group
 from .options import (
     check_backend_alias,
     check_flag,
@@ -35,7 +36,6 @@ from .options import (
     refuse_unstorable,
 )
 from .params import TaskIdParams, TaskIdsFilter, UpdateParams
-from .publishing import apublish, task_group
 from .request import TaskRequest, ToolCall, current_call, current_task, detached, shared_meta
 from .runner import OWNER_GONE, TaskRunner
 from .signals import task_created
@@ -288,7 +288,7 @@ class McpTasks(ExtensionPlugin):
         ):
             reaped = await self.store.afail_if_owner_gone(task, OWNER_GONE)
             if reaped.status != task.status:
-                await apublish(reaped)
+                await anotify_changed(reaped)
             return reaped
         return task
 
@@ -311,7 +311,7 @@ class McpTasks(ExtensionPlugin):
                     raise invalid_params(f"Invalid input response {key!r}: {exc}", {"inputResponse": key}) from None
         updated, accepted = await self.store.aanswer(task.id, self.owner_of(request), responses)
         if updated is not None and accepted:
-            await apublish(updated)
+            await anotify_changed(updated)
             await self.runner.adeliver(updated, "input")
         return {}
 

@@ -33,7 +33,7 @@ from ..server.tools.definition import Tool
 from .conf import get_tasks_settings
 from .context import Run, RunningTask, begin_run_within
 from .models import Task, TaskStatus
-from .publishing import apublish
+from .notify import anotify_changed
 from .store import TaskStore
 from .store.errors import aretried_while_down
 
@@ -141,7 +141,7 @@ class TaskRunner:
                     # Its outcome is recorded: no lease to renew, no control to take, while it is published.
                     self._running.pop(running.id, None)
                 if finished is not None:
-                    await apublish(finished)
+                    await anotify_changed(finished)
             finally:
                 self._supervisors.pop(running.id, None)
                 # Only a run that used its thread has connections there; asking an unused thread context to
@@ -288,11 +288,11 @@ class TaskRunner:
         # before it could start the task (their lease is never renewed).
         if self.may_reap():
             for reaped in await self.store.areap_lapsed(list(self._running), OWNER_GONE):
-                await apublish(reaped)
+                await anotify_changed(reaped)
         queued_timeout = get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS
         if queued_timeout is not None:
             for stale in await self.store.afail_stale_queued(queued_timeout, never_started(queued_timeout)):
-                await apublish(stale)
+                await anotify_changed(stale)
 
     async def astop(self, grace_seconds: float = 0) -> None:
         """Shutdown: signal every task of this runner, give them ``grace_seconds``, then fail what is left."""

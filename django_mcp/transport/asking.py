@@ -19,7 +19,7 @@ from channels.layers import get_channel_layer
 from ..protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpJsonRpcError
 from ..protocol.jsonrpc import dumps
 from ..server.mrtr import InputRequest, refuse_undeclared
-from ..server.notify import throttle, unavailable
+from ..server.outages import throttle, unavailable
 from ..server.request import McpRequest
 from . import sessions
 

@@ -13,7 +13,7 @@ from ..compat import mark_logged
 from ..protocol import sse
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import WireJSONEncoder, error_response
-from ..server.notify import throttle
+from ..server.outages import throttle
 
 logger = logging.getLogger("django_mcp")
 

@@ -33,7 +33,7 @@ from asgiref.sync import sync_to_async
 
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params
-from ..server.notify import throttle, unavailable
+from ..server.outages import throttle, unavailable
 from ..shared_caches import shared_cache
 
 _PREFIX = "django_mcp.session."

@@ -82,7 +82,7 @@ def test_w011_is_registered_with_the_database_checks():
 
 async def test_a_database_outage_logs_a_bounded_number_of_lines(async_client, caplog):
     """Every request still gets its 503; the log gets one line, not two per request."""
-    from django_mcp.server.notify import throttle
+    from django_mcp.server.outages import throttle
 
     throttle.reset()  # this test sees the first failure of an outage
     caplog.set_level(logging.WARNING, logger="django_mcp")

@@ -224,7 +224,7 @@ async def test_session_user_is_the_default_binding(async_client):
 async def test_a_dead_owner_is_found_without_a_reader_and_pushed():
     from channels.layers import get_channel_layer
 
-    from django_mcp.tasks.publishing import task_group
+    from django_mcp.tasks.notify import task_group
 
     task = await Task.objects.acreate(
         tool="slow",

@@ -111,11 +111,11 @@ async def test_disabled_plugin_ignores_task_ids(async_client):
 
 
 async def test_a_stale_state_arriving_after_the_terminal_one_is_dropped(async_client, settings):
-    """Another worker's earlier apublish may reach this worker's streams after the task's end: not shown."""
+    """Another worker's earlier anotify_changed may reach this worker's streams after the task's end: not shown."""
     from channels.layers import get_channel_layer
 
     from django_mcp.server.notify import MESSAGE_TYPE
-    from django_mcp.tasks.publishing import task_group
+    from django_mcp.tasks.notify import task_group
 
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_FANOUT": "process"}
     task_id = (await create(async_client, "two_keys"))["taskId"]
@@ -168,7 +168,7 @@ async def _supervisor_done(task_id: str) -> None:
 
 async def test_a_task_nobody_listens_to_is_never_published(async_client):
     from django_mcp.tasks.models import Task
-    from django_mcp.tasks.publishing import task_group
+    from django_mcp.tasks.notify import task_group
 
     published = _Published()
     with mock.patch.object(published.layer, "group_send", published.group_send):
@@ -176,14 +176,14 @@ async def test_a_task_nobody_listens_to_is_never_published(async_client):
         await wait_for(async_client, task_id, "input_required")
         await rpc(async_client, "tasks/cancel", {"taskId": task_id})
         await wait_for(async_client, task_id, "cancelled")
-        await _supervisor_done(task_id)  # its final apublish (or not) happens within the patch
+        await _supervisor_done(task_id)  # its final anotify_changed (or not) happens within the patch
     assert task_group(task_id) not in published.groups
     assert not (await Task.objects.aget(pk=task_id)).watched
 
 
 async def test_listening_marks_the_task_and_from_then_on_its_changes_are_published(async_client):
     from django_mcp.tasks.models import Task
-    from django_mcp.tasks.publishing import task_group
+    from django_mcp.tasks.notify import task_group
 
     published = _Published()
     with mock.patch.object(published.layer, "group_send", published.group_send):
@@ -202,7 +202,7 @@ async def test_listening_marks_the_task_and_from_then_on_its_changes_are_publish
 
 
 async def test_a_change_after_the_mark_is_published_one_before_it_is_in_the_snapshot():
-    """The mark orders every change: made before it, the snapshot has it; made after it, its row says apublish."""
+    """The mark orders every change: made before it, the snapshot has it; made after it, its row says notify."""
     from django_mcp.tasks.models import Task, TaskStatus
     from django_mcp.tasks.store import operations
 
@@ -221,7 +221,7 @@ async def test_a_change_after_the_mark_is_published_one_before_it_is_in_the_snap
         (after.pk, TaskStatus.WORKING, True),
     ]
     done_after = await sync_to_async(operations.finish)(after.pk, TaskStatus.COMPLETED, result={"content": []})
-    assert done_after is not None and done_after.watched  # the row the change returns says: apublish
+    assert done_after is not None and done_after.watched  # the row the change returns says: anotify_changed
     assert await sync_to_async(operations.watch_many)([str(after.pk)], "sha256:someone-else") == []
     assert await Task.objects.filter(watched=True).acount() == 2
 
@@ -229,7 +229,7 @@ async def test_a_change_after_the_mark_is_published_one_before_it_is_in_the_snap
 async def test_a_row_loaded_without_the_mark_is_published():
     """A task read narrowly (``watched`` deferred) cannot say nobody listens: published, never loaded in passing."""
     from django_mcp.tasks.models import Task
-    from django_mcp.tasks.publishing import apublish, task_group
+    from django_mcp.tasks.notify import anotify_changed, task_group
     from django_mcp.tasks.store import operations
     from django_mcp.tasks.wire import DETAILED_FIELDS
 
@@ -240,8 +240,8 @@ async def test_a_row_loaded_without_the_mark_is_published():
     narrow = await Task.objects.only(*DETAILED_FIELDS).aget(pk=task.pk)
     published = _Published()
     with mock.patch.object(published.layer, "group_send", published.group_send):
-        await apublish(narrow)  # an access to the deferred field here would raise SynchronousOnlyOperation
-        await apublish(task)  # loaded whole: not watched, skipped
+        await anotify_changed(narrow)  # an access to the deferred field here would raise SynchronousOnlyOperation
+        await anotify_changed(task)  # loaded whole: not watched, skipped
     assert published.groups == [task_group(str(task.pk))]
 
 
@@ -269,12 +269,12 @@ async def test_a_finished_task_no_longer_runs_here_while_it_is_being_published(a
 
 
 async def _finish_elsewhere(task_id: str) -> None:
-    """What another process does when the task ends: the compare-and-set, then its apublish."""
-    from django_mcp.tasks.publishing import apublish
+    """What another process does when the task ends: the compare-and-set, then its anotify_changed."""
+    from django_mcp.tasks.notify import anotify_changed
 
     done = await PLUGIN.store.afinish(task_id, "cancelled", message="Cancelled elsewhere")
     assert done is not None
-    await apublish(done)
+    await anotify_changed(done)
 
 
 @pytest.mark.parametrize("when", ["after the mark", "after the snapshot"])

@@ -23,7 +23,7 @@ DOWN = {  # a Redis cache nobody listens for: every operation fails at once (con
 
 @pytest.fixture(autouse=True)
 def _fresh_throttle():
-    from django_mcp.server.notify import throttle
+    from django_mcp.server.outages import throttle
 
     throttle.reset()  # each test sees the first failure of its outage
     yield

@@ -11,7 +11,8 @@ import weakref
 from typing import Any
 
 from ...conf import get_settings
-from ..notify import on_publish, throttle
+from ..notify import before_broadcast
+from ..outages import throttle
 from .layer_health import LayerUnavailable, LayerWatch
 from .listener import Listener
 
@@ -249,4 +250,8 @@ class Fanout:
 # -- limits ------------------------------------------------------------------------------------------
 
 
-on_publish(Fanout.before_publish)
+def _offer_to_this_loop(sender: Any, *, layer: Any, group: str, envelope: dict[str, Any], **kwargs: Any) -> bool:
+    return Fanout.before_publish(layer, group, envelope)
+
+
+before_broadcast.connect(_offer_to_this_loop, dispatch_uid="django_mcp.listen.fanout")

@@ -11,7 +11,8 @@ from typing import Any
 
 from ...compat import redis_subscriber_connections
 from ...conf import get_settings
-from ..notify import on_publish_failure, quiet_layer_logs, throttle
+from ..notify import broadcast_failed
+from ..outages import quiet_layer_logs, throttle
 from .listener import Listener
 
 logger = logging.getLogger("django_mcp")
@@ -173,7 +174,7 @@ class LayerWatch:
         if self.streams:
             self.fail("the channel layer reconnected; notifications may have been lost", unhealthy=False)
 
-    def publish_failed(self, group: str, exc: BaseException) -> None:
+    def broadcast_failed(self, group: str, exc: BaseException) -> None:
         streams = [s for s in self.streams if group in s.joined]
         if streams:
             self.fail(f"a notification could not be published ({type(exc).__name__})", streams, unhealthy=False)
@@ -182,10 +183,10 @@ class LayerWatch:
             self._loop_task = asyncio.ensure_future(self._arun())
 
 
-def _publish_failed(group: str, exc: BaseException) -> None:
+def _publish_failed(sender: Any, *, group: str, exc: BaseException, **kwargs: Any) -> None:
     watch = LayerWatch.current()
     if watch is not None:
-        watch.publish_failed(group, exc)
+        watch.broadcast_failed(group, exc)
 
 
-on_publish_failure(_publish_failed)
+broadcast_failed.connect(_publish_failed, dispatch_uid="django_mcp.listen.layer_watch")

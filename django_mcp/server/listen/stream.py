@@ -41,7 +41,8 @@ from ...conf import get_settings
 from ...protocol import sse
 from ...protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ...protocol.jsonrpc import META_SUBSCRIPTION_ID, error_response, notification, result_response
-from ..notify import MESSAGE_TYPE, throttle
+from ..notify import MESSAGE_TYPE
+from ..outages import throttle
 from .fanout import Subscription, subscription_for
 from .layer_health import LayerUnavailable, LayerWatch
 from .limits import admitted_streams, open_streams, write_budget

@@ -15,7 +15,7 @@ from django.db import (
 )
 
 from ...protocol.errors import INTERNAL_ERROR, McpJsonRpcError
-from ...server.notify import throttle
+from ...server.outages import throttle
 
 logger = logging.getLogger("django_mcp.tasks")
 T = TypeVar("T")

@@ -14,7 +14,7 @@ def task_group(task_id: str) -> str:
     return f"django_mcp.task.{task_id}"
 
 
-async def apublish(task: Task) -> None:
+async def anotify_changed(task: Task) -> None:
     """Tell of a change of the task: the project's receivers (signals), and every listen stream watching
     it, in every process.
 
