@@ -21,7 +21,7 @@ from .protocol.errors import McpJsonRpcError
 from .publish.drf import publish_drf
 from .publish.ninja import publish_ninja
 from .publish.queries import publish_query
-from .server.definitions import DefinitionError
+from .server.definition_errors import DefinitionError
 from .server.extensions import ExtensionMethod, ExtensionPlugin, ExtensionResult, ListenSubscription
 from .server.listen import close_listen_streams
 from .server.mrtr import (

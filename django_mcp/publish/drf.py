@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..server.definitions import DefinitionError
+from ..server.definition_errors import DefinitionError
 from ..server.request import McpRequest
 from ..server.tools.definition import Tool
 from ..server.tools.registry import ToolRegistry

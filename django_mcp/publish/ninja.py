@@ -14,7 +14,7 @@ from typing import Any
 from django.urls import NoReverseMatch
 
 from ..compat import ninja_operations
-from ..server.definitions import DefinitionError
+from ..server.definition_errors import DefinitionError
 from ..server.request import McpRequest
 from ..server.tools.definition import Tool
 from ..server.tools.registry import ToolRegistry

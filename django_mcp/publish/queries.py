@@ -18,7 +18,7 @@ from django.db import models
 from django.db.models import QuerySet
 
 from ..protocol.errors import invalid_params
-from ..server.definitions import DefinitionError
+from ..server.definition_errors import DefinitionError
 from ..server.request import McpRequest
 from ..server.results import ToolError
 from ..server.tools.definition import Tool

@@ -36,7 +36,7 @@ from .options import (
     refuse_unstorable,
 )
 from .params import TaskIdParams, TaskIdsFilter, UpdateParams
-from .request import TaskRequest, ToolCall, current_call, current_task, detached, shared_meta
+from .request import CallInRequest, TaskRequest, current_call, current_task, detached, shared_meta
 from .runner import OWNER_GONE, TaskRunner
 from .signals import task_created
 from .store import TaskStore
@@ -223,7 +223,7 @@ class McpTasks(ExtensionPlugin):
         """
         if tool.extension_options.get("task_support", "forbidden") == "forbidden":
             return await proceed(request)
-        token = current_call.set(ToolCall(self, request, tool, served))
+        token = current_call.set(CallInRequest(self, request, tool, served))
         try:
             return await proceed(TaskRequest.of(request, None))
         finally:

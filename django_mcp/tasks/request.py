@@ -127,7 +127,9 @@ class CreatesTasks(Protocol):
 
 
 @dataclass(frozen=True)
-class ToolCall:
+class CallInRequest:
+    """The tool call a body runs in, while it runs in the request (what :func:`~django_mcp.tasks.astart_task` needs)."""
+
     plugin: CreatesTasks
     request: McpRequest
     tool: Tool
@@ -136,4 +138,6 @@ class ToolCall:
     it, and the body can run on after the response (an ASGI server)."""
 
 
-current_call: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar("django_mcp_task_call", default=None)
+current_call: contextvars.ContextVar[CallInRequest | None] = contextvars.ContextVar(
+    "django_mcp_task_call", default=None
+)

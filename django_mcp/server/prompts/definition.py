@@ -9,7 +9,7 @@ from typing import Any, TypedDict, TypeVar, Unpack, overload
 
 from ...protocol.errors import invalid_params
 from ...protocol.jsonrpc import compact
-from ..definitions import PERMISSION, DefinitionError, checked_names
+from ..definition_errors import PERMISSION, DefinitionError, checked_names
 from ..handlers import first_parameter_takes_request
 from ..tools.definition import TOOL_NAME
 from ..tools.registry import Registry

@@ -12,7 +12,7 @@ from typing import Any, TypedDict, TypeVar, Unpack, overload
 from urllib.parse import unquote
 
 from ...protocol.jsonrpc import compact
-from ..definitions import PERMISSION, DefinitionError, checked_names
+from ..definition_errors import PERMISSION, DefinitionError, checked_names
 from ..handlers import first_parameter_takes_request
 from ..prompts.definition import Completer
 from ..tools.registry import Registry

@@ -20,7 +20,7 @@ from ...conf import check_rate
 from ...protocol.errors import invalid_params
 from ...protocol.headers import ParamHeader, param_headers
 from ...protocol.jsonrpc import compact
-from ..definitions import PERMISSION, SCOPE_TOKEN, DefinitionError, checked_names
+from ..definition_errors import PERMISSION, SCOPE_TOKEN, DefinitionError, checked_names
 from ..handlers import first_parameter_takes_request
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # used with fullmatch

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Generic, TypeVar, overload
 from django.apps import apps
 
 from ...protocol.jsonrpc import notification
-from ..definitions import DefinitionError
+from ..definition_errors import DefinitionError
 from ..notify import broadcast
 from .definition import Tool, build_tool
 
@@ -20,7 +20,7 @@ class Registry(Generic[T]):
     """An ordered set of uniquely keyed items. Lists serve them in registration order.
 
     Every registry registers the same way (``register`` bare or as a decorator,
-    a :class:`~django_mcp.server.definitions.DefinitionError` for a definition
+    a :class:`~django_mcp.server.definition_errors.DefinitionError` for a definition
     that cannot be served). Changes after startup are announced to
     ``subscriptions/listen`` streams (in every server process) through the
     Channels layer.
