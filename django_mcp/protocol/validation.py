@@ -1,7 +1,7 @@
 """The validation ladder: each rung is a small pure check that raises a typed rejection.
 
 The order is wire-reference §1.4: Origin → media types → JSON → envelope →
-(notification?) → legacy detection → ``_meta`` → routing headers → version.
+(notification?) → handshake-era initialize → ``_meta`` → routing headers → version.
 Method lookup, client-capability gates and parameter validation follow in
 dispatch, where the server's registries are known.
 """
@@ -87,7 +87,7 @@ def check_media_types(content_type: str | None, accept: str | None) -> None:
         )
 
 
-def check_legacy(message: Message) -> None:
+def check_handshake_initialize(message: Message) -> None:
     """A handshake-era ``initialize`` (no ``_meta``) is told which versions we speak."""
     if message.method == "initialize" and "_meta" not in message.params:
         requested = message.params.get("protocolVersion")
@@ -191,7 +191,7 @@ def admit_message(
         raise Rejection(exc, readable_id(obj)) from None
     if message.is_notification:
         return Admitted(message, None)
-    check_legacy(message)
+    check_handshake_initialize(message)
     try:
         meta = parse_meta(message.params)
         check_routing_headers(message, meta, headers, name_params.get(message.method))

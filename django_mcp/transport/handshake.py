@@ -205,7 +205,7 @@ async def _aserve(server: MountedServer, request: McpRequest, session: sessions.
         if exc.http_status not in (401, 403, 503):
             exc.http_status = 200
         raise
-    return legacy_result(result)
+    return handshake_result(result)
 
 
 def _being_cancelled() -> bool:
@@ -297,7 +297,7 @@ async def aserve_handshake_only(
     return {}
 
 
-def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
+def handshake_result(result: dict[str, Any]) -> dict[str, Any]:
     """A handshake-era result: no ``resultType``, no modern ``_meta`` keys."""
     result.pop("resultType", None)
     meta = result.get("_meta")

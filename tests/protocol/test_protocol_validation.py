@@ -15,7 +15,7 @@ from django_mcp.protocol.validation import (
     Admitted,
     Rejection,
     admit,
-    check_legacy,
+    check_handshake_initialize,
     check_media_types,
     check_origin,
     check_routing_headers,
@@ -213,14 +213,14 @@ class TestCheckMediaTypes:
         assert info.value.http_status == 415
 
 
-# --------------------------------------------------------------------------- check_legacy / unsupported_version
+# --------------------------------------------------------------------------- check_handshake_initialize / unsupported_version
 
 
 class TestCheckLegacy:
     def test_handshake_initialize_gets_32022(self):
         msg = Message("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}}, id=0)
         with pytest.raises(Rejection) as info:
-            check_legacy(msg)
+            check_handshake_initialize(msg)
         rej = info.value
         assert rej.request_id == 0
         assert rej.http_status == 400
@@ -230,7 +230,7 @@ class TestCheckLegacy:
 
     def test_initialize_without_protocol_version(self):
         with pytest.raises(Rejection) as info:
-            check_legacy(Message("initialize", {}, id="init"))
+            check_handshake_initialize(Message("initialize", {}, id="init"))
         assert info.value.request_id == "init"
         assert info.value.error.data == {"supported": ["2026-07-28"], "requested": None}
         assert info.value.error.message == "Unsupported protocol version: None"
@@ -238,15 +238,15 @@ class TestCheckLegacy:
     @pytest.mark.parametrize("requested", [20250618, None, ["2025-06-18"]])
     def test_non_string_requested_version_is_reported_as_null(self, requested):
         with pytest.raises(Rejection) as info:
-            check_legacy(Message("initialize", {"protocolVersion": requested}, id=1))
+            check_handshake_initialize(Message("initialize", {"protocolVersion": requested}, id=1))
         assert info.value.error.data["requested"] is None
 
-    def test_initialize_with_meta_is_not_legacy(self):
-        check_legacy(Message("initialize", {"_meta": meta()}, id=1))
+    def test_initialize_with_meta_is_not_handshake_era(self):
+        check_handshake_initialize(Message("initialize", {"_meta": meta()}, id=1))
 
     @pytest.mark.parametrize("method", ["tools/list", "Initialize", "initialized", "server/discover"])
-    def test_other_methods_without_meta_are_not_legacy(self, method):
-        check_legacy(Message(method, {}, id=1))
+    def test_other_methods_without_meta_are_not_handshake_era(self, method):
+        check_handshake_initialize(Message(method, {}, id=1))
 
     def test_unsupported_version_with_custom_supported(self):
         err = unsupported_version("1999-01-01", ("2026-07-28", "2025-11-25"))
@@ -571,7 +571,7 @@ class TestAdmit:
 
     def test_legacy_initialize(self):
         raw = body({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}})
-        # A legacy client sends no MCP-Method header: legacy detection runs before the header rung.
+        # A handshake-era client sends no MCP-Method header: its initialize is told so before the header rung.
         rej = reject(raw, {"content-type": JSON, "accept": BOTH})
         assert rej.http_status == 400
         assert rej.error.code == -32022
