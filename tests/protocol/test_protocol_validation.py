@@ -213,7 +213,7 @@ class TestCheckMediaTypes:
         assert info.value.http_status == 415
 
 
-# --------------------------------------------------------------------------- check_handshake_initialize / unsupported_version
+# ------------------------------------------------------ check_handshake_initialize / unsupported_version
 
 
 class TestCheckLegacy:
