@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import threading
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from django.core.handlers.wsgi import WSGIRequest
@@ -14,6 +13,7 @@ from django.core.handlers.wsgi import WSGIRequest
 from ..conf import get_settings
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ..protocol.jsonrpc import LOG_LEVELS, RequestMeta, notification
+from .caller import Caller, caller_of
 from .mrtr import MRTR_METHODS, InputRequest, InputRounds, binding
 
 if TYPE_CHECKING:
@@ -22,39 +22,6 @@ if TYPE_CHECKING:
 Sink = Callable[[dict[str, Any]], None]
 Asker = Callable[[Mapping[str, InputRequest[Any]]], Awaitable[dict[str, Any]]]
 """How an era asks the client for input: gets the requests by key, returns the answers by key."""
-
-
-def principal_of(value: Any) -> str | None:
-    """A stable name for an authenticated principal, or None when it names nobody in particular.
-
-    Strings, integers and UUIDs name themselves; a model instance is named by
-    its model and primary key. ``True`` (as some auths return) names nobody.
-    Anything else must say who it is with a ``principal_key`` attribute:
-    naming it by ``repr()`` could be a memory address, different on every request.
-    """
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, str | int | uuid.UUID):
-        return f"{type(value).__name__}:{value}"
-    key = getattr(value, "principal_key", None)
-    if isinstance(key, str) and key:
-        return key
-    meta, pk = getattr(value, "_meta", None), getattr(value, "pk", None)
-    if meta is not None and pk is not None:
-        return f"{meta.label_lower}:{pk}"
-    raise TypeError(
-        f"Cannot name the principal {type(value).__qualname__}: return a str, an int, a model instance, "
-        "or an object with a `principal_key` string from the endpoint's auth"
-    )
-
-
-def principal_digest(namespace: str, principal_key: str) -> str:
-    """A principal of a server as stored and counted: a digest (a principal may be a secret, e.g. a token).
-
-    Task bindings, handshake-era session owners and the listen limits all name a caller this way, so a
-    client's POST listen streams and its GET streams share one limit.
-    """
-    return hashlib.sha256(f"{namespace}\0{principal_key}".encode()).hexdigest()
 
 
 class McpRequest:
@@ -116,20 +83,15 @@ class McpRequest:
         """The Django user of the HTTP request (``AnonymousUser`` when there is none)."""
         return getattr(self.http_request, "user", None)
 
+    @cached_property
+    def caller(self) -> Caller:
+        """Who is asking (:func:`~.caller.caller_of` the HTTP request)."""
+        return caller_of(self.http_request)
+
     @property
     def principal_key(self) -> str:
-        """A stable string naming who is asking: the auth principal, else the Django user, else anonymous.
-
-        A principal that names nobody in particular (``True``, as some auths
-        return) does not count: it would put every caller in one bucket.
-        """
-        auth = principal_of(self.auth)
-        if auth is not None:
-            return f"auth:{auth}"
-        user = self.user
-        if user is not None and getattr(user, "is_authenticated", False):
-            return f"user:{user.pk}"
-        return "anonymous"
+        """A stable string naming who is asking: the auth principal, else the Django user, else anonymous."""
+        return self.caller.key
 
     @property
     def protocol_version(self) -> str:
@@ -172,13 +134,8 @@ class McpRequest:
 
     @property
     def limit_key(self) -> str:
-        """Whom per-caller limits count (listen streams, sessions): :attr:`principal_key`, or for an
-        anonymous caller its client address, so that one anonymous client cannot lock out the rest.
-        Never a binding: every anonymous caller still sees the same tasks."""
-        key = self.principal_key
-        if key == "anonymous":
-            return f"anonymous@{getattr(self.http_request, 'META', {}).get('REMOTE_ADDR', '')}"
-        return key
+        """Whom per-caller limits count (listen streams, sessions): :attr:`Caller.limit_key`."""
+        return self.caller.limit_key
 
     def ask(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
         """:meth:`aask` for sync handlers (call it from the handler's worker thread)."""

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..server.caller import Caller
 
 from django.conf import settings
 from django.db import models
@@ -209,26 +212,19 @@ class Task(models.Model):
         return self.expires_at is not None and self.expires_at <= (now or timezone.now())
 
 
-def creator_fields(auth: Any, user: Any) -> dict[str, Any]:
-    """``user`` and ``owner_kind`` for a task created by a request with this ``auth`` principal and Django ``user``.
+def creator_fields(caller: Caller) -> dict[str, Any]:
+    """``user`` and ``owner_kind`` for a task created by ``caller``.
 
-    Mirrors ``McpRequest.principal_key``: the auth principal counts first (unless it is None or a bool, which
-    name nobody; a principal with a ``user``, such as a verified bearer token, is that user), then the
-    authenticated session user. Nothing secret is returned: a principal that is not a
-    user is recorded only as its kind.
+    A caller that is or acts for a user (a verified bearer token's ``user``) is that user. Nothing
+    secret is returned: a principal that is not a user is recorded only as its kind.
     """
     # The model the ``user`` column holds (settings.AUTH_USER_MODEL when the models were loaded): an
     # attribute of the field, where get_user_model() looks the setting and the app registry up each time.
     user_model: Any = Task._meta.get_field("user").related_model
-    if auth is not None and not isinstance(auth, bool):
-        # The principal is a user, or acts for one (a verified bearer token's ``user``).
-        acting = auth if isinstance(auth, user_model) else getattr(auth, "user", None)
-        if isinstance(acting, user_model) and acting.pk is not None:
-            return {"user": acting, "owner_kind": OwnerKind.USER}
-        return {"user": None, "owner_kind": OwnerKind.PRINCIPAL}
-    if isinstance(user, user_model) and user.pk is not None and user.is_authenticated:
-        return {"user": user, "owner_kind": OwnerKind.USER}
-    return {"user": None, "owner_kind": OwnerKind.ANONYMOUS}
+    acting = caller.acting_for
+    if isinstance(acting, user_model) and acting.pk is not None:
+        return {"user": acting, "owner_kind": OwnerKind.USER}
+    return {"user": None, "owner_kind": OwnerKind.PRINCIPAL if caller.is_principal else OwnerKind.ANONYMOUS}
 
 
 class TaskQuota(models.Model):

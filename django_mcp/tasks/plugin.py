@@ -14,11 +14,12 @@ from pydantic import BaseModel
 from ..protocol.errors import INTERNAL_ERROR, McpJsonRpcError, invalid_params, missing_capability
 from ..protocol.jsonrpc import notification
 from ..server import telemetry
+from ..server.caller import principal_digest
 from ..server.extensions import ExtensionMethod, ExtensionPlugin, ExtensionResult, ListenSubscription, ProceedToolCall
 from ..server.lifecycle import shutting_down
 from ..server.mrtr import ElicitAnswer, RootsAnswer, SamplingAnswer
 from ..server.params import parse_params
-from ..server.request import McpRequest, needs_asgi, principal_digest
+from ..server.request import McpRequest, needs_asgi
 from . import gauges  # noqa: F401  (declares the tasks' OpenTelemetry gauges)
 from .cancelling import acancel
 from .checks import check_plugin
@@ -364,7 +365,7 @@ class McpTasks(ExtensionPlugin):
                 backend=backend or "",
                 counted_as=self.counted_as(request),
                 traceparent=telemetry.current_traceparent(),
-                **creator_fields(request.auth, request.user),
+                **creator_fields(request.caller),
             )
         except TaskLimitReached as reached:
             self.runner.unexpect(str(task_id))

@@ -40,10 +40,11 @@ from ..protocol.jsonrpc import LOG_LEVELS, RequestMeta, parse_message, readable_
 from ..protocol.validation import Rejection, check_origin
 from ..server import telemetry
 from ..server.access import avisible
+from ..server.caller import caller_of, principal_digest
 from ..server.listen import CONTROL_TYPE, ListenStream, admit_stream
 from ..server.notify import has_channel_layer, resource_group
 from ..server.rates import aenforce_request_rate
-from ..server.request import McpRequest, needs_asgi, principal_digest
+from ..server.request import McpRequest, needs_asgi
 from . import asking, sessions
 from .http import aresolve_user, origin_allowed, warn_wsgi_once
 from .respond import Outbox, aensure_started, arespond, atraced
@@ -69,14 +70,12 @@ def _missing_session() -> McpJsonRpcError:
 
 def principal(server: MountedServer, http_request: HttpRequest) -> str:
     """The session owner for this HTTP request (the same principal naming as task bindings)."""
-    probe = McpRequest(http_request, request_id=None, method="", params={}, meta=_meta("", {}, None))
-    return principal_digest(server.urls_namespace, probe.principal_key)
+    return principal_digest(server.urls_namespace, caller_of(http_request).key)
 
 
 def limit_key(server: MountedServer, http_request: HttpRequest) -> str:
-    """Whom per-caller limits count for this HTTP request (:attr:`McpRequest.limit_key`), as a digest."""
-    probe = McpRequest(http_request, request_id=None, method="", params={}, meta=_meta("", {}, None))
-    return principal_digest(server.urls_namespace, probe.limit_key)
+    """Whom per-caller limits count for this HTTP request (:attr:`Caller.limit_key`), as a digest."""
+    return principal_digest(server.urls_namespace, caller_of(http_request).limit_key)
 
 
 def _meta(

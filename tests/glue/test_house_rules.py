@@ -13,8 +13,8 @@ from django.test import RequestFactory
 
 from django_mcp import McpRequest, elicit
 from django_mcp.protocol.jsonrpc import RequestMeta
+from django_mcp.server.caller import principal_of
 from django_mcp.server.mrtr import InputRequired
-from django_mcp.server.request import principal_of
 from django_mcp.server.results import exception_result
 from django_mcp.server.tools.definition import build_tool
 from tests.task_calls import create, wait_for

@@ -485,16 +485,25 @@ async def test_staff_with_delete_permission_can_sweep_but_not_delete_a_task(asyn
 
 
 def test_creator_fields_name_a_user_or_a_kind_never_a_secret():
+    from types import SimpleNamespace
+
     from django.contrib.auth.models import AnonymousUser
 
+    from django_mcp.server.caller import caller_of
+
+    def creator_of(auth, user):
+        return creator_fields(caller_of(SimpleNamespace(auth=auth, user=user, META={})))
+
     ada = User(pk=7, username="ada")
-    assert creator_fields(ada, None) == {"user": ada, "owner_kind": "user"}  # auth returned a user
-    assert creator_fields("s3cret-token", ada) == {"user": None, "owner_kind": "principal"}
-    assert creator_fields(True, ada) == {"user": ada, "owner_kind": "user"}  # True names nobody: the session user
-    assert creator_fields(None, ada) == {"user": ada, "owner_kind": "user"}
-    assert creator_fields(None, AnonymousUser()) == {"user": None, "owner_kind": "anonymous"}
-    assert creator_fields(None, None) == {"user": None, "owner_kind": "anonymous"}
-    assert creator_fields(User(username="unsaved"), None)["owner_kind"] == "principal"
+    assert creator_of(ada, None) == {"user": ada, "owner_kind": "user"}  # auth returned a user
+    assert creator_of("s3cret-token", ada) == {"user": None, "owner_kind": "principal"}
+    assert creator_of(True, ada) == {"user": ada, "owner_kind": "user"}  # True names nobody: the session user
+    assert creator_of(None, ada) == {"user": ada, "owner_kind": "user"}
+    assert creator_of(None, AnonymousUser()) == {"user": None, "owner_kind": "anonymous"}
+    assert creator_of(None, None) == {"user": None, "owner_kind": "anonymous"}
+    assert creator_of(SimpleNamespace(principal_key="team:blue", user=ada), None) == {"user": ada, "owner_kind": "user"}
+    with pytest.raises(TypeError):  # an unsaved user names nobody stable: refused, as for every per-caller rule
+        creator_of(User(username="unsaved"), None)
 
 
 WIRING = "mcp_task does not record Task.user / Task.owner_kind yet (creator_fields, to be wired by the lead)"

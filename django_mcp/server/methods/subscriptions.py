@@ -8,10 +8,11 @@ from ...conf import get_settings
 from ...protocol.errors import INTERNAL_ERROR, McpJsonRpcError
 from ...protocol.jsonrpc import META_SERVER_INFO
 from ..access import avisible
+from ..caller import principal_digest
 from ..listen import ListenStream, admit_stream
 from ..notify import has_channel_layer, resource_group
 from ..params import ListenParams
-from ..request import McpRequest, needs_asgi, principal_digest
+from ..request import McpRequest, needs_asgi
 from ..tools.registry import Registry
 
 if TYPE_CHECKING:
