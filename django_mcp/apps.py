@@ -10,6 +10,7 @@ class DjangoMcpConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Here, not at the top: these modules import models, which need the app registry ready.
         from . import checks, database_checks  # noqa: F401  (register the core's system checks)
         from .auth import cache as auth_cache
         from .auth import checks as auth_checks  # noqa: F401  (sign-in's checks and OAUTH_* settings)

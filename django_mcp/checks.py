@@ -9,9 +9,12 @@ from django.apps import AppConfig
 from django.conf import settings
 from django.core import checks
 from django.core.checks import CheckMessage, Error, Tags, register
+from django.urls import NoReverseMatch, Resolver404, get_resolver, resolve, reverse
 from django.utils.module_loading import import_string
+from django.utils.translation import get_language_from_path
 
 from .conf import SETTINGS_NAME, validate_settings, validation_errors
+from .endpoint import servers
 
 if TYPE_CHECKING:
     from .endpoint import McpServer
@@ -216,10 +219,6 @@ def check_servers(
 
 def built_servers() -> list[McpServer]:
     """The servers the URLconf builds (none if it cannot be imported: Django's own URL checks say why)."""
-    from django.urls import get_resolver
-
-    from .endpoint import servers
-
     try:
         get_resolver().url_patterns  # noqa: B018 - import the URLconf, which builds the servers
     except Exception:  # a URLconf may fail to import in any way
@@ -234,9 +233,6 @@ def check_endpoint_paths(
     """W013: an endpoint served at ``/mcp/`` but not ``/mcp`` (or the reverse): clients posting to the other
     get Django's error page (with ``APPEND_SLASH``, a POST cannot be redirected). W018: an endpoint inside
     ``i18n_patterns()``: its URL changes with the language, and ``LocaleMiddleware`` redirects the rest."""
-    from django.urls import NoReverseMatch, Resolver404, resolve, reverse
-    from django.utils.translation import get_language_from_path
-
     messages: list[CheckMessage] = []
     for server in built_servers():
         try:

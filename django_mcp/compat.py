@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import Any
 
+from asgiref.sync import SyncToAsync
+from django.core.cache.backends.redis import RedisCache
 from django.http import HttpRequest, HttpResponseBase
 
 
@@ -39,8 +41,6 @@ def request_thread_executors() -> tuple[Any, MutableMapping[Any, Any]] | None:
     The executor Django's ASGI handler keeps for a request is only reachable there: a listen stream
     hands its thread back (``server.listen``), and a task that ran sync code closes its connections there.
     """
-    from asgiref.sync import SyncToAsync
-
     executors = getattr(SyncToAsync, "context_to_thread_executor", None)
     context = SyncToAsync.thread_sensitive_context.get(None)
     if executors is None:
@@ -118,8 +118,6 @@ def redis_cache_primary(cache: Any) -> tuple[str, dict[str, Any]] | None:
     Django keeps both on the cache object only (``_servers``, ``_options``); an asyncio client of the same
     server (``server.rates``) needs them.
     """
-    from django.core.cache.backends.redis import RedisCache
-
     servers, options = getattr(cache, "_servers", None), getattr(cache, "_options", None)
     if not isinstance(cache, RedisCache) or not servers or not isinstance(servers[0], str):
         return None

@@ -7,6 +7,9 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
+from django.urls import Resolver404, URLPattern, re_path, resolve
+from django.utils.module_loading import import_string
+
 from .conf import McpSettings, get_settings
 from .decorators import client_endpoint
 from .server.dispatch import Dispatcher
@@ -34,8 +37,6 @@ servers: weakref.WeakSet[McpServer] = weakref.WeakSet()
 
 def server_at(path: str) -> McpServer | None:
     """The server whose endpoint ``path`` (e.g. ``/mcp``) resolves to in the root URLconf, or None."""
-    from django.urls import Resolver404, resolve
-
     try:
         match = resolve(path)
     except Resolver404:
@@ -119,8 +120,6 @@ class McpServer:
     def auth(self) -> Any:
         """The django-ninja auth guarding the endpoint, or None."""
         if self._auth is _UNSET:
-            from django.utils.module_loading import import_string
-
             path = get_settings().AUTH
             if path is None:
                 return None
@@ -134,11 +133,9 @@ class McpServer:
 
         ``path("mcp/", ...)`` serves ``/mcp/`` only (check ``django_mcp.W013``): use :func:`mcp_path`.
         """
-        from django.urls import URLPattern, re_path
-
-        from .transport.views import build_api
-
         if self._api is None:
+            from .transport.views import build_api  # here: ninja reads the settings when imported
+
             self._api = build_api(self)
             # Ninja lists one pattern per operation, all on the empty route: the first resolves every method.
             patterns, app_name, namespace = cast("tuple[list[URLPattern], str, str]", self._api.urls)

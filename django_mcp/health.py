@@ -16,14 +16,18 @@ from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
-from django.db import connections, router
+from django.db import connections
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 from django.utils import timezone
 
 from .compat import mark_logged
 from .decorators import client_endpoint
+from .endpoint import servers
 from .server.notify import has_channel_layer
+from .tasks.conf import get_tasks_settings
+from .tasks.store.database import tasks_database
+from .tasks.store.reports import oldest_unclaimed_fleet_task
 
 T = TypeVar("T")
 CHECK_TIMEOUT_SECONDS = 2.0
@@ -63,20 +67,16 @@ def _in_worker_thread(query: Callable[[], T]) -> Callable[[], T]:
     goes back to its pool), as Django does at the end of a request."""
 
     def run() -> T:
-        from .tasks.models import Task
-
         try:
             return query()
         finally:
-            connections[router.db_for_write(Task)].close()
+            connections[tasks_database()].close()
 
     return run
 
 
 def _ping_database() -> None:
-    from .tasks.models import Task
-
-    with connections[router.db_for_write(Task)].cursor() as cursor:
+    with connections[tasks_database()].cursor() as cursor:
         cursor.execute("SELECT 1")
 
 
@@ -96,16 +96,12 @@ async def _achannel_layer() -> str | None:
 
 
 def _oldest_queued_seconds() -> float | None:
-    from .tasks.store.reports import oldest_unclaimed_fleet_task
-
     oldest = oldest_unclaimed_fleet_task()
     return (timezone.now() - oldest).total_seconds() if oldest is not None else None
 
 
 async def _afleet() -> str | None:
     """Whether fleet workers claim work: no task waits unclaimed past ``TASK_QUEUED_TIMEOUT_SECONDS``."""
-    from .tasks.conf import get_tasks_settings
-
     waited = await sync_to_async(_in_worker_thread(_oldest_queued_seconds), thread_sensitive=False)()
     limit = get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS or timedelta(minutes=10).total_seconds()
     if waited is not None and waited > limit:
@@ -114,8 +110,6 @@ async def _afleet() -> str | None:
 
 
 def _fleet_configured() -> bool:
-    from .endpoint import servers
-
     for server in list(servers):
         for plugin in server.extension_plugins:
             if getattr(plugin, "task_backend", None) or any(

@@ -7,6 +7,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
+from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
@@ -197,8 +198,6 @@ def _quoted(value: str) -> str:
 
 def default_verifiers() -> tuple[str, ...]:
     """Personal tokens; then JWTs when ``OAUTH_JWT`` is set; then django-oauth-toolkit's when installed."""
-    from django.apps import apps
-
     chosen = [PERSONAL_TOKENS]
     if get_auth_settings().OAUTH_JWT is not None:
         chosen.append(JWT_TOKENS)

@@ -19,7 +19,11 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
+from django.apps import apps
+from django.conf import settings
+from django.core.signals import setting_changed
 from django.db import transaction
+from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from ..conf import get_settings
@@ -152,11 +156,6 @@ def _announce() -> None:
 def watch() -> None:
     """Forget on every save or delete of a personal token, a user, or django-oauth-toolkit's tokens and
     applications (revoking deletes them), and on settings changes (tests)."""
-    from django.apps import apps
-    from django.conf import settings
-    from django.core.signals import setting_changed
-    from django.db.models.signals import post_delete, post_save
-
     models = [apps.get_model("django_mcp", "PersonalToken"), apps.get_model(settings.AUTH_USER_MODEL)]
     if apps.is_installed("oauth2_provider"):
         from oauth2_provider.models import get_access_token_model, get_application_model

@@ -8,6 +8,14 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.db.models import Exists, OuterRef
+from django.http import JsonResponse
+from django.utils import timezone
+
+from ..protocol.errors import McpJsonRpcError
+from ..protocol.jsonrpc import parse_json
+from .conf import get_auth_settings
+
 _PUBLIC_GRANTS = {"authorization_code", "refresh_token"}
 
 
@@ -77,9 +85,6 @@ _LISTS = ("redirect_uris", "grant_types", "response_types", "contacts")
 def registration_refusal(body: bytes, anonymous: bool) -> tuple[str, str, int] | None:
     """Why a registration body is refused before django-oauth-toolkit reads it, as RFC 7591 says it
     (``error``, ``error_description``, HTTP status); None when it may go on."""
-    from ..protocol.errors import McpJsonRpcError
-    from ..protocol.jsonrpc import parse_json
-
     if len(body) > MAX_BODY_BYTES:
         return "invalid_client_metadata", f"The registration is larger than {MAX_BODY_BYTES} bytes", 413
     try:
@@ -128,8 +133,6 @@ def refuse_registration(request: Any) -> Any:
     Bounds on the body first (:func:`registration_refusal`); then, for an anonymous caller, the
     registrations its address may make (``OAUTH_REGISTRATION_RATE``): each one is a row kept.
     """
-    from django.http import JsonResponse
-
     anonymous = not request.user.is_authenticated
     refused = registration_refusal(request.body, anonymous)
     retry = None
@@ -150,8 +153,6 @@ def _past_rate(request: Any) -> int | None:
     """Seconds until the caller's address may register again, or None while it is within the rate."""
     from django_ratelimit.core import get_usage
 
-    from .conf import get_auth_settings
-
     rate = get_auth_settings().OAUTH_REGISTRATION_RATE
     if rate is None:
         return None
@@ -164,8 +165,6 @@ def _past_rate(request: Any) -> int | None:
 def clear_stale_registrations(older_than: timedelta) -> int:
     """Delete clients registered anonymously (dynamic registration, no user) more than ``older_than`` ago that
     never obtained a token for anyone: a registration a client gave up on, or a flood's. How many went."""
-    from django.db.models import Exists, OuterRef
-    from django.utils import timezone
     from oauth2_provider.models import get_access_token_model, get_application_model, get_refresh_token_model
 
     applications = get_application_model()

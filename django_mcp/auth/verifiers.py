@@ -12,6 +12,7 @@ from django.utils.module_loading import import_string
 
 from .conf import JwtSettings, get_auth_settings
 from .digests import PERSONAL_TOKEN_PREFIX, token_digest
+from .resource import resource_url
 from .tokens import InvalidToken, TokenServiceUnavailable, VerifiedToken
 
 if TYPE_CHECKING:
@@ -135,6 +136,4 @@ def _resource(request: HttpRequest) -> str:
     known = getattr(request, "_mcp_resource", None)
     if isinstance(known, str):
         return known
-    from .resource import resource_url
-
     return resource_url(request, get_auth_settings().OAUTH_RESOURCE_URL)

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from asgiref.sync import async_to_sync
 from django.core.handlers.wsgi import WSGIRequest
 
 from ..conf import get_settings
@@ -140,8 +141,6 @@ class McpRequest:
     def ask(self, requests: Mapping[str, InputRequest[Any]]) -> dict[str, Any]:
         """:meth:`aask` for sync handlers (call it from the handler's worker thread)."""
         if self._asker is not None:
-            from asgiref.sync import async_to_sync
-
             return async_to_sync(self._asker)(requests)
         return self.input_rounds.ask(requests, self.client_capabilities)
 

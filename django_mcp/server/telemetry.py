@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from ..protocol.errors import McpJsonRpcError
 from ..version import __version__
+from .listen import open_listen_streams
 from .request import McpRequest
 
 T = TypeVar("T")
@@ -76,8 +77,6 @@ def instruments(tracer: Any, meter: Any) -> tuple[Any, Any]:
 
 
 def _open_streams() -> Iterable[Observation]:
-    from .listen import open_listen_streams
-
     yield float(open_listen_streams()), {}
 
 

@@ -18,7 +18,9 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
+from .cancelling import cancel_task
 from .models import ACTIVE, OwnerKind, Task, TaskQuerySet
+from .store.caps import sweep_expired
 
 _NOWRAP = "white-space:nowrap"
 _MONO = "font-family:var(--font-family-monospace, monospace);white-space:nowrap"
@@ -353,8 +355,6 @@ class TaskAdmin(_ModelAdmin):
         if task is None:
             raise Http404(f"No task with id {object_id!r}.")
         if task.status in ACTIVE:
-            from .cancelling import cancel_task  # the same code path as tasks/cancel
-
             cancel_task(task)
             self.message_user(request, "Requested cancellation of the task.", messages.SUCCESS)
         else:
@@ -388,8 +388,6 @@ class TaskAdmin(_ModelAdmin):
 
     @admin.action(description="Cancel selected tasks", permissions=["cancel"])
     def cancel_selected(self, request: HttpRequest, queryset: TaskQuerySet) -> None:
-        from .cancelling import cancel_task  # the same code path as tasks/cancel
-
         active = list(queryset.filter(status__in=ACTIVE))
         for task in active:
             cancel_task(task)
@@ -400,8 +398,6 @@ class TaskAdmin(_ModelAdmin):
 
     @admin.action(description="Delete expired tasks (all of them, as mcp_clear_tasks does)", permissions=["sweep"])
     def delete_expired(self, request: HttpRequest, queryset: TaskQuerySet) -> None:
-        from .store.caps import sweep_expired  # the same code path as manage.py mcp_clear_tasks
-
         now = timezone.now()
         kept = queryset.live(now).count()
         deleted = sweep_expired(now)

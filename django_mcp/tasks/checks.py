@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, register
 from django.core.checks import Warning as CheckWarning
+from django.db import DatabaseError, connections, router
+from django.db.migrations.executor import MigrationExecutor
 from pydantic import ValidationError
 
 from ..conf import SETTINGS_NAME
 from .conf import get_tasks_settings
+from .models import Task
 
 if TYPE_CHECKING:
     from ..server.tools.definition import Tool
@@ -61,9 +64,6 @@ def check_lease_outlasts_reconnection(
         tasks = get_tasks_settings()
     except (ValidationError, Exception):  # reported by the core's settings check (E001/E002)
         return []
-    from django.db import router
-
-    from .models import Task
 
     alias = router.db_for_write(Task)
     database = settings.DATABASES.get(alias) or {}
@@ -99,11 +99,6 @@ def check_migrations_applied(
 ) -> list[CheckMessage]:
     """E009: the tasks' migrations not all applied (``check --deploy --database ALIAS``; ``migrate`` skips it),
     or those of the app of a database-backed ``TASKS`` backend the fleet enqueues on (``django_tasks_db``)."""
-    from django.db import DatabaseError, connections, router
-    from django.db.migrations.executor import MigrationExecutor
-
-    from .models import Task
-
     alias = router.db_for_write(Task)
     if alias not in (databases or ()):
         return []
@@ -137,9 +132,6 @@ def check_migrations_applied(
 
 def _backend_app_labels() -> list[str]:
     """The app labels of installed apps whose models a ``TASKS`` backend keeps its jobs in."""
-    from django.apps import apps
-    from django.conf import settings
-
     labels = []
     for config in (getattr(settings, "TASKS", None) or {}).values():
         module = str(config.get("BACKEND", "")).rpartition(".")[0]
@@ -171,10 +163,6 @@ def check_plugin(plugin: FleetOptions, tools: list[Tool]) -> list[CheckMessage]:
 
 def check_routing(plugin: FleetOptions) -> list[CheckMessage]:
     """W012: the database router reads tasks from another database than it writes them to."""
-    from django.db import router
-
-    from .models import Task
-
     read, write = router.db_for_read(Task), router.db_for_write(Task)
     if read == write:
         return []

@@ -18,11 +18,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings as django_settings
 from django.db import close_old_connections
+from django.urls import get_resolver
 
+from ..conf import get_settings
 from ..protocol.errors import internal_error
+from ..protocol.jsonrpc import RequestMeta
 from ..server.handlers import call_handler
 from .conf import get_tasks_settings
-from .models import ACTIVE, Task, TaskStatus
+from .models import ACTIVE, OwnerKind, Task, TaskStatus
+from .notify import anotify_changed
+from .request import body_request
 from .store.errors import aretried_while_down
 
 if TYPE_CHECKING:
@@ -95,8 +100,6 @@ async def aenqueue(task: Task, backend: str, queue: str, namespace: str, store: 
 
 def find_plugin(namespace: str) -> RunsBodies:
     """The McpTasks of the server mounted under ``namespace`` (importing the URLconf builds the servers)."""
-    from django.urls import get_resolver
-
     get_resolver().url_patterns  # noqa: B018 - imports ROOT_URLCONF, which builds every McpServer
     plugin = installed.get(namespace)
     if plugin is None:
@@ -106,11 +109,7 @@ def find_plugin(namespace: str) -> RunsBodies:
 
 def _rebuild_request(task: Task, namespace: str) -> Any:
     """The McpRequest the body gets on the worker: arguments, declared capabilities, user (no headers, no secret)."""
-    from django.contrib.auth.models import AnonymousUser
-
-    from ..protocol.jsonrpc import RequestMeta
-    from .models import OwnerKind
-    from .request import body_request
+    from django.contrib.auth.models import AnonymousUser  # here: a project may leave contrib.auth out
 
     user = task.user if task.user is not None else AnonymousUser()
     return body_request(
@@ -138,8 +137,6 @@ async def arun(task_id: str, namespace: str) -> str:
 
 
 async def _aclaim_and_run(task_id: str, namespace: str, plugin: RunsBodies, lease_seconds: float) -> str:
-    from .notify import anotify_changed
-
     store, runner = plugin.store, plugin.runner
     # A broker (RQ, Celery) hands the job over once: a claim lost to a database outage would leave the task
     # queued until its queue timeout. Wait the outage out, up to that timeout (past it the web fails the task).
@@ -213,8 +210,6 @@ class _Graceful:
 
     def _handle(self, signum: int, frame: Any) -> None:
         self.count += 1
-        from ..conf import get_settings
-
         grace = 0.0 if self.count > 1 else get_settings().SHUTDOWN_GRACE_SECONDS
         if self.count == 1:
             previous = self.previous.get(signum)

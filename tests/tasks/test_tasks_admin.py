@@ -433,16 +433,16 @@ async def staff(client, *codenames: str) -> User:
 
 
 async def test_delete_expired_goes_through_the_sweep(admin_client, monkeypatch):
+    from django_mcp.tasks import admin as tasks_admin
     from django_mcp.tasks.store import caps
 
     calls = []
-    real_sweep = caps.sweep_expired
 
     def spy(now=None):
         calls.append(now)
-        return real_sweep(now)
+        return caps.sweep_expired(now)
 
-    monkeypatch.setattr(caps, "sweep_expired", spy)
+    monkeypatch.setattr(tasks_admin, "sweep_expired", spy)
     now = datetime.datetime.now(UTC)
     expired = [await make(tool=f"old{i}", expires_at=now - datetime.timedelta(seconds=1)) for i in range(2)]
     live = await make(tool="new", expires_at=now + datetime.timedelta(hours=1))

@@ -9,6 +9,7 @@ from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_mcp.auth.conf import get_auth_settings
+from django_mcp.auth.registration import clear_stale_registrations
 
 
 class Command(BaseCommand):
@@ -25,8 +26,6 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if not apps.is_installed("oauth2_provider"):
             raise CommandError("django-oauth-toolkit (oauth2_provider) is not in INSTALLED_APPS: nothing registers")
-        from django_mcp.auth.registration import clear_stale_registrations
-
         days = options["days"] if options["days"] is not None else get_auth_settings().OAUTH_REGISTRATION_RETENTION_DAYS
         if days < 0:
             raise CommandError("--days must be 0 or more")

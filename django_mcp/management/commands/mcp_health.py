@@ -7,6 +7,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand, CommandError
+from django.urls import get_resolver
 
 from django_mcp.health import areadiness
 
@@ -15,8 +16,6 @@ class Command(BaseCommand):
     help = "Check the database, the channel layer and (when configured) the worker fleet; exit 1 if one fails."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from django.urls import get_resolver
-
         get_resolver().url_patterns  # noqa: B018 - import the URLconf, which builds the servers (the fleet check)
         ok, checks = async_to_sync(areadiness)()
         self.stdout.write(json.dumps({check.name: check.to_json() for check in checks}, indent=2))
