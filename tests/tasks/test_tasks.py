@@ -13,6 +13,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+import time_machine
 from asgiref.sync import sync_to_async
 
 from django_mcp.models import Task
@@ -506,26 +507,27 @@ async def test_cap_refuses_creation_without_evicting_anything(async_client):
 
 async def test_ttl_expiry_is_lazy_and_frees_the_cap(async_client):
     ids = [(await create(async_client, "quick", path="/mcp-small/"))["taskId"] for _ in range(3)]
-    await asyncio.sleep(0.1)
     for task_id in ids:  # none expires early (ttlMs is 1500)
-        assert (await get(async_client, task_id, path="/mcp-small/"))["result"]["status"] == "completed"
-    await asyncio.sleep(1.6)
-    expired = await get(async_client, ids[0], path="/mcp-small/")
-    assert error_of(expired) == {"code": -32602, "message": f"Unknown task: {ids[0]}", "data": {"taskId": ids[0]}}
-    assert not await Task.objects.filter(pk=ids[0]).aexists()  # swept on access
-    # The others expired: a creation at the cap sweeps them (the lazy sweep) and there is room for 3.
-    fresh = [await create(async_client, "quick", path="/mcp-small/") for _ in range(3)]
-    assert [f["resultType"] for f in fresh] == ["task"] * 3
-    assert {str(pk) async for pk in Task.objects.values_list("pk", flat=True)} == {f["taskId"] for f in fresh}
-    assert error_of(await rpc(async_client, "tools/call", {"name": "quick"}, path="/mcp-small/"))["data"] == {
-        "maxTasks": 3
-    }  # and the cap holds: live tasks are never swept
+        await wait_for(async_client, task_id, "completed", path="/mcp-small/")
+    with time_machine.travel(datetime.now(UTC) + timedelta(seconds=1.6), tick=True):
+        expired = await get(async_client, ids[0], path="/mcp-small/")
+        assert error_of(expired) == {"code": -32602, "message": f"Unknown task: {ids[0]}", "data": {"taskId": ids[0]}}
+        assert not await Task.objects.filter(pk=ids[0]).aexists()  # swept on access
+        # The others expired: a creation at the cap sweeps them (the lazy sweep) and there is room for 3.
+        fresh = [await create(async_client, "quick", path="/mcp-small/") for _ in range(3)]
+        assert [f["resultType"] for f in fresh] == ["task"] * 3
+        assert {str(pk) async for pk in Task.objects.values_list("pk", flat=True)} == {f["taskId"] for f in fresh}
+        assert error_of(await rpc(async_client, "tools/call", {"name": "quick"}, path="/mcp-small/"))["data"] == {
+            "maxTasks": 3
+        }  # and the cap holds: live tasks are never swept
 
 
 async def test_the_maintenance_loop_sweeps_expired_tasks_without_a_creation(async_client):
     ids = [(await create(async_client, "quick", path="/mcp-small/"))["taskId"] for _ in range(2)]
-    await asyncio.sleep(1.6)
-    await small_server.extension_plugins[0].runner.amaintain_once(lease_seconds=30)
+    for task_id in ids:
+        await wait_for(async_client, task_id, "completed", path="/mcp-small/")
+    with time_machine.travel(datetime.now(UTC) + timedelta(seconds=1.6), tick=True):
+        await small_server.extension_plugins[0].runner.amaintain_once(lease_seconds=30)
     assert not await Task.objects.filter(pk__in=ids).aexists()
     assert (await TaskQuota.objects.aget(scope="mcp_small", owner="")).count == 0
 
