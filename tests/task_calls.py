@@ -43,3 +43,9 @@ async def wait_for(client, task_id, *statuses, timeout=5.0, **kw) -> dict[str, A
             return result
         assert asyncio.get_running_loop().time() < deadline, f"still {result['status']}, wanted {statuses}"
         await asyncio.sleep(0.02)
+
+
+def error_of(body: dict[str, Any]) -> dict[str, Any]:
+    """The JSON-RPC error of ``body`` (which must be one)."""
+    assert "error" in body, body
+    return body["error"]
