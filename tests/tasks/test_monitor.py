@@ -1,0 +1,131 @@
+"""The admin's task monitor: who may see it, and what it shows of running, stalled, finished and failed tasks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.utils import timezone
+
+from django_mcp.tasks.monitor import chart
+from django_mcp.tasks.store.monitor import Minute, snapshot
+from tests.task_rows import make_task
+
+pytestmark = pytest.mark.django_db
+
+MONITOR = "/admin/django_mcp/task/monitor/"
+
+
+@pytest.fixture
+def staff(client):
+    def login(*codenames: str) -> User:
+        user = User.objects.create_user("staff", "s@example.com", "pw", is_staff=True)
+        user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+        client.force_login(user)
+        return user
+
+    return login
+
+
+def seed() -> dict[str, object]:
+    """A server's hour: two done, two failed for one reason, one running, one stranded, one never claimed."""
+    now = timezone.now()
+    ago = lambda minutes: now - timedelta(minutes=minutes)  # noqa: E731
+    rows = {
+        "done": make_task(tool="report", status="completed", created_at=ago(12), updated_at=ago(10), scope="a"),
+        "done2": make_task(tool="report", status="completed", created_at=ago(9), updated_at=ago(5), scope="a"),
+        "failed": make_task(
+            tool="fetch",
+            status="failed",
+            error={"code": -32603, "message": "upstream 502"},
+            created_at=ago(4),
+            updated_at=ago(3),
+            scope="a",
+        ),
+        "failed2": make_task(
+            tool="fetch",
+            status="failed",
+            error={"code": -32603, "message": "upstream 502"},
+            created_at=ago(3),
+            updated_at=ago(2),
+            scope="a",
+        ),
+        "running": make_task(status="working", node="web-1", lease_expires_at=now + timedelta(seconds=10), scope="a"),
+        "stranded": make_task(status="working", node="web-gone", lease_expires_at=ago(1), scope="a"),
+        "unclaimed": make_task(status="working", node="", backend="default", created_at=ago(30), scope="b"),
+        "old": make_task(tool="report", status="completed", created_at=ago(300), updated_at=ago(290), scope="a"),
+    }
+    return rows
+
+
+def test_the_monitor_needs_the_tasks_view_permission(client, staff):
+    assert client.get(MONITOR).status_code == 302  # to the admin's login
+    staff()
+    assert client.get(MONITOR).status_code == 403
+    client.logout()
+    User.objects.all().delete()
+    staff("view_task")
+    assert client.get(MONITOR).status_code == 200
+
+
+def test_the_task_list_links_to_the_monitor(client, staff):
+    staff("view_task")
+    assert f'href="{MONITOR}"' in client.get("/admin/django_mcp/task/").content.decode()
+
+
+def test_the_figures_of_the_last_hour(settings):
+    rows = seed()
+    figures = snapshot(timezone.now(), timedelta(hours=1), None, queued_timeout=600)
+    assert figures.active == {"working": 3}
+    assert figures.finished == {"completed": 2, "failed": 2}  # the one of five hours ago is outside the window
+    assert figures.queued == 1
+    assert {(w.node, w.running) for w in figures.workers} == {("web-1", 1), ("web-gone", 1)}
+    report = next(d for d in figures.durations if d.tool == "report")
+    assert report.finished == 2 and report.p50_seconds == pytest.approx(180, abs=1)  # 2 and 4 minutes
+    assert [(f.reason, f.tasks, f.latest.pk) for f in figures.failures] == [("upstream 502", 2, rows["failed2"].pk)]
+    assert {(s.task.pk, s.why) for s in figures.stalled} == {
+        (rows["stranded"].pk, "its process stopped renewing its lease"),
+        (rows["unclaimed"].pk, "no worker started it within its queue timeout"),  # 30 minutes, past 600 s
+    }
+    assert sum(m.created for m in figures.minutes) == 7 and len(figures.minutes) == 61
+
+
+def test_a_fleet_task_is_stalled_only_past_its_queue_timeout():
+    rows = seed()
+    for timeout in (3600, None):  # 30 minutes queued: within an hour's timeout, and never without one
+        stalled = snapshot(timezone.now(), timedelta(hours=1), None, queued_timeout=timeout).stalled
+        assert [s.task.pk for s in stalled] == [rows["stranded"].pk]
+
+
+def test_one_server_at_a_time(client, staff):
+    rows = seed()
+    staff("view_task")
+    page = client.get(MONITOR, {"server": "b"}).content.decode()
+    assert '<option value="b" selected>' in page
+    figures = snapshot(timezone.now(), timedelta(hours=1), "b", queued_timeout=600)
+    assert figures.active == {"working": 1} and figures.finished == {} and figures.queued == 1
+    assert str(rows["stranded"].pk)[:8] not in page  # server a's stranded task is not on b's page
+    everything = client.get(MONITOR, {"server": "no-such-server"}).content.decode()
+    assert str(rows["stranded"].pk)[:8] in everything  # an unknown server shows every server
+
+
+def test_the_page_shows_what_a_person_looks_for(client, staff):
+    rows = seed()
+    staff("view_task")
+    page = client.get(MONITOR).content.decode()
+    assert "upstream 502" in page
+    assert f"/admin/django_mcp/task/{rows['stranded'].pk}/change/" in page
+    assert "its process stopped renewing its lease" in page
+    assert "<code>web-gone</code>" in page
+    assert page.count('class="completed"') >= 2 and page.count('class="failed"') >= 1  # the chart's bars
+
+
+def test_the_chart_scales_to_its_busiest_minute():
+    now = timezone.now().replace(second=0, microsecond=0)
+    bars, peak = chart([Minute(now, created=4, completed=2, failed=2), Minute(now, created=1), Minute(now)])
+    assert peak == 4
+    assert bars[0].created_height == 80 and [(s, h) for s, _, h in bars[0].stack] == [("completed", 40), ("failed", 40)]
+    assert bars[0].stack[1][1] == 0  # stacked to the top
+    assert bars[1].created_height == 20 and bars[1].stack == []
+    assert chart([Minute(now)])[1] == 1  # an idle hour: no division by zero
