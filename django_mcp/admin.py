@@ -3,11 +3,15 @@
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 
 from .audit import ToolCall
 from .auth import admin as auth_admin  # noqa: F401
+from .monitor import TaskMonitor, monitor_context
 from .tasks import admin as tasks_admin
+from .tasks.models import Task
 
 if TYPE_CHECKING:
     _ModelAdmin = admin.ModelAdmin[ToolCall]
@@ -38,3 +42,32 @@ class ToolCallAdmin(_ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(TaskMonitor)
+class TaskMonitorAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """The task monitor's page in place of a list: for staff who may view tasks."""
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.has_perm("django_mcp.view_task")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Task monitor",
+            "opts": self.opts,
+            "tasks_opts": Task._meta,
+            **monitor_context(request),
+        }
+        return TemplateResponse(request, "admin/django_mcp/taskmonitor/monitor.html", context)

@@ -3,6 +3,7 @@ log's is in ``audit.py``."""
 
 from .audit import ToolCall
 from .auth.models import PersonalToken
+from .monitor import TaskMonitor
 from .tasks.models import Task, TaskStatus
 
-__all__ = ["PersonalToken", "Task", "TaskStatus", "ToolCall"]
+__all__ = ["PersonalToken", "Task", "TaskMonitor", "TaskStatus", "ToolCall"]

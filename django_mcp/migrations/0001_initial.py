@@ -341,4 +341,17 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
+        migrations.CreateModel(
+            name="TaskMonitor",
+            fields=[],
+            options={
+                "verbose_name": "task monitor",
+                "verbose_name_plural": "task monitor",
+                "proxy": True,
+                "default_permissions": (),
+                "indexes": [],
+                "constraints": [],
+            },
+            bases=("django_mcp.task",),
+        ),
     ]

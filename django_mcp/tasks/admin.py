@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
@@ -21,7 +20,6 @@ from django.views.decorators.http import require_POST
 
 from .cancelling import cancel_task
 from .models import ACTIVE, OwnerKind, Task, TaskQuerySet
-from .monitor import monitor_view
 from .store.caps import sweep_expired
 
 _NOWRAP = "white-space:nowrap"
@@ -346,12 +344,7 @@ class TaskAdmin(_ModelAdmin):
     def get_urls(self) -> list[Any]:
         view = self.admin_site.admin_view(self.cancel_view)
         name = f"{self.opts.app_label}_{self.opts.model_name}_cancel"
-        monitor = self.admin_site.admin_view(partial(monitor_view, self))
-        return [
-            path("monitor/", monitor, name=f"{self.opts.app_label}_{self.opts.model_name}_monitor"),
-            path("<path:object_id>/cancel/", view, name=name),
-            *super().get_urls(),
-        ]
+        return [path("<path:object_id>/cancel/", view, name=name), *super().get_urls()]
 
     @method_decorator(require_POST)
     def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponseRedirect:

@@ -8,13 +8,13 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.utils import timezone
 
-from django_mcp.tasks.monitor import chart
+from django_mcp.monitor import chart
 from django_mcp.tasks.store.monitor import Minute, snapshot
 from tests.task_rows import make_task
 
 pytestmark = pytest.mark.django_db
 
-MONITOR = "/admin/django_mcp/task/monitor/"
+MONITOR = "/admin/django_mcp/taskmonitor/"
 
 
 @pytest.fixture
@@ -69,9 +69,10 @@ def test_the_monitor_needs_the_tasks_view_permission(client, staff):
     assert client.get(MONITOR).status_code == 200
 
 
-def test_the_task_list_links_to_the_monitor(client, staff):
+def test_the_task_list_and_the_admin_index_link_to_the_monitor(client, staff):
     staff("view_task")
     assert f'href="{MONITOR}"' in client.get("/admin/django_mcp/task/").content.decode()
+    assert f'href="{MONITOR}"' in client.get("/admin/").content.decode()
 
 
 def test_the_figures_of_the_last_hour(settings):
@@ -119,6 +120,24 @@ def test_the_page_shows_what_a_person_looks_for(client, staff):
     assert "its process stopped renewing its lease" in page
     assert "<code>web-gone</code>" in page
     assert page.count('class="completed"') >= 2 and page.count('class="failed"') >= 1  # the chart's bars
+    assert 'id="monitor-audit"' not in page  # the audit log is off
+
+
+def test_with_the_audit_log_on_calls_per_tool_errors_and_top_callers(client, staff, settings):
+    from django_mcp.audit import ToolCall
+
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "AUDIT": True}
+    for outcome in ("result", "result", "error", "refused"):
+        ToolCall.objects.create(caller="user:ada", server="a", tool="fetch", outcome=outcome, duration_ms=1)
+    ToolCall.objects.create(caller="anonymous@10.0.0.9", server="a", tool="echo", outcome="result", duration_ms=1)
+    old = ToolCall.objects.create(caller="user:old", server="a", tool="old", outcome="error", duration_ms=1)
+    ToolCall.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(hours=2))
+    staff("view_task")
+    page = client.get(MONITOR).content.decode()
+    section = page[page.index('id="monitor-audit"') :]
+    assert "<td>fetch</td><td>4</td><td>2 (50 %)</td>" in section
+    assert "<td>user:ada</td><td>4</td>" in section and "anonymous@10.0.0.9" in section
+    assert "user:old" not in section  # outside the last hour
 
 
 def test_the_chart_scales_to_its_busiest_minute():

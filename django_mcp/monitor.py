@@ -1,0 +1,113 @@
+"""The admin's task monitor: what runs, what is stuck, what fails, and with the audit log on, who calls what.
+
+A page of its own in the admin (a proxy of ``Task`` gives it its place on the admin index), for staff who
+may view tasks; server-rendered, its chart an SVG.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, Q
+from django.http import HttpRequest
+from django.utils import timezone
+
+from .audit import ToolCall
+from .conf import get_settings
+from .server.listen import open_listen_streams
+from .tasks.conf import get_tasks_settings
+from .tasks.models import ACTIVE, TERMINAL, Task, TaskStatus
+from .tasks.store.monitor import Minute, servers, snapshot
+
+WINDOW = timedelta(hours=1)
+CHART_HEIGHT = 80
+BAR_WIDTH = 8
+
+
+class TaskMonitor(Task):
+    """No table: the task monitor's entry in the admin."""
+
+    class Meta:
+        proxy = True
+        app_label = "django_mcp"
+        verbose_name = verbose_name_plural = "task monitor"
+        default_permissions = ()
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One minute of the chart, as SVG geometry: created (outline) and what ended, stacked."""
+
+    x: int
+    minute: Minute
+    created_y: int
+    created_height: int
+    stack: list[tuple[str, int, int]]  # (status, y, height), bottom up
+
+
+def chart(minutes: list[Minute]) -> tuple[list[Bar], int]:
+    """The bars of the per-minute chart and the count its full height stands for."""
+    peak = max([1, *(max(m.created, m.completed + m.failed + m.cancelled) for m in minutes)])
+    bars = []
+    for i, minute in enumerate(minutes):
+        stack, bottom = [], CHART_HEIGHT
+        for status in ("completed", "failed", "cancelled"):
+            height = round(getattr(minute, status) * CHART_HEIGHT / peak)
+            if height:
+                bottom -= height
+                stack.append((status, bottom, height))
+        created = round(minute.created * CHART_HEIGHT / peak)
+        bars.append(Bar(i * BAR_WIDTH, minute, CHART_HEIGHT - created, created, stack))
+    return bars, peak
+
+
+@dataclass(frozen=True)
+class ToolCalls:
+    tool: str
+    calls: int
+    errors: int
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.calls if self.calls else 0.0
+
+
+def audit_figures(since: datetime, scope: str | None) -> dict[str, Any]:
+    """Calls per tool with their error rate, and the top callers, since ``since`` (the audit log's)."""
+    calls = ToolCall.objects.filter(created_at__gte=since)
+    if scope is not None:
+        calls = calls.filter(server=scope)
+    errors = Count("id", filter=Q(outcome__in=("error", "refused")))
+    per_tool = calls.values("tool").annotate(n=Count("id"), errors=errors).order_by("-n", "tool")[:20]
+    callers = calls.values("caller").annotate(n=Count("id")).order_by("-n", "caller")[:10]
+    return {
+        "tools": [ToolCalls(row["tool"], row["n"], row["errors"]) for row in per_tool],
+        "callers": [(row["caller"], row["n"]) for row in callers],
+    }
+
+
+def monitor_context(request: HttpRequest) -> dict[str, Any]:
+    """What the monitor page shows: every server's figures, or ``?server=``'s."""
+    known = servers()
+    chosen = request.GET.get("server")
+    scope = chosen if chosen in known else None
+    now = timezone.now()
+    figures = snapshot(now, WINDOW, scope, get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS)
+    bars, peak = chart(figures.minutes)
+    statuses = TaskStatus.choices
+    return {
+        "servers": known,
+        "server": scope,
+        "figures": figures,
+        "active": [(label, figures.active.get(value, 0)) for value, label in statuses if value in ACTIVE],
+        "finished": [(label, figures.finished.get(value, 0)) for value, label in statuses if value in TERMINAL],
+        "bars": bars,
+        "peak": peak,
+        "chart_width": len(bars) * BAR_WIDTH,
+        "chart_height": CHART_HEIGHT,
+        "bar_width": BAR_WIDTH - 1,
+        "listen_streams": open_listen_streams(),
+        "audit": audit_figures(now - WINDOW, scope) if get_settings().AUDIT else None,
+    }
