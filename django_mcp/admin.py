@@ -6,10 +6,11 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.urls import path
 
 from .audit import ToolCall
 from .auth import admin as auth_admin  # noqa: F401
-from .monitor import TaskMonitor, monitor_context
+from .monitor import TaskMonitor, monitor_context, monitor_events
 from .tasks import admin as tasks_admin
 from .tasks.models import Task
 
@@ -59,6 +60,10 @@ class TaskMonitorAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def get_urls(self) -> list[Any]:
+        events = path("events/", monitor_events, name="django_mcp_taskmonitor_events")
+        return [events, *super().get_urls()]
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         if not self.has_view_permission(request):

@@ -6,22 +6,36 @@ may view tasks; server-rendered, its chart an SVG.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.core.handlers.wsgi import WSGIRequest
 from django.db.models import Count, Q
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseForbidden, StreamingHttpResponse
 from django.utils import timezone
 
 from .audit import ToolCall
 from .conf import get_settings
 from .server.listen import open_listen_streams
+from .shared_caches import shared_cache
 from .tasks.conf import get_tasks_settings
 from .tasks.models import ACTIVE, TERMINAL, Task, TaskStatus
+from .tasks.monitoring import MONITOR_GROUP, VIEWERS_KEY, feed
 from .tasks.store.monitor import Minute, servers, snapshot
 
 WINDOW = timedelta(hours=1)
+KEEPALIVE_SECONDS = 10.0
+"""A live monitor's stream writes a comment this often when nothing changed, and marks itself open again."""
+OPEN_MARK_SECONDS = 30.0
+"""How long an open monitor's mark holds without being renewed (a stream that died stops renewing it)."""
 CHART_HEIGHT = 80
 BAR_WIDTH = 8
 
@@ -111,3 +125,52 @@ def monitor_context(request: HttpRequest) -> dict[str, Any]:
         "listen_streams": open_listen_streams(),
         "audit": audit_figures(now - WINDOW, scope) if get_settings().AUDIT else None,
     }
+
+
+async def monitor_events(request: HttpRequest) -> HttpResponseBase:
+    """The live monitor's stream (server-sent events): each process's task changes, in batches.
+
+    Staff who may view tasks only, checked when it opens. 204 (an ``EventSource`` then stops trying)
+    without a channel layer or under a WSGI server, where no stream stays open.
+    """
+    user = await request.auser()
+    if not (user.is_active and user.is_staff and await sync_to_async(user.has_perm)("django_mcp.view_task")):
+        return HttpResponseForbidden("Staff who may view tasks only.")
+    layer = get_channel_layer()
+    if layer is None or isinstance(request, WSGIRequest):
+        return HttpResponse(status=204)
+    response = StreamingHttpResponse(_aevents(layer), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # nginx: pass each event on as it comes
+    return response
+
+
+async def _aevents(layer: Any) -> AsyncIterator[str]:
+    channel = await layer.new_channel()
+    await layer.group_add(MONITOR_GROUP, channel)
+    try:
+        marked = await _amark_open()
+        yield "retry: 5000\n\n"
+        while True:
+            try:
+                message = await asyncio.wait_for(layer.receive(channel), KEEPALIVE_SECONDS)
+            except TimeoutError:
+                message = None
+            if time.monotonic() - marked >= KEEPALIVE_SECONDS:
+                marked = await _amark_open()
+            if message is None:
+                yield ": keepalive\n\n"
+            elif isinstance(message.get("message"), dict):
+                yield f"data: {json.dumps(message['message'].get('params', {}))}\n\n"
+    finally:
+        with contextlib.suppress(Exception):
+            await layer.group_discard(MONITOR_GROUP, channel)
+
+
+async def _amark_open() -> float:
+    """Mark a monitor open for :data:`OPEN_MARK_SECONDS` in the shared cache, where every process looks."""
+    until = time.time() + OPEN_MARK_SECONDS
+    feed.opened(until)
+    with contextlib.suppress(Exception):  # other processes then stay quiet; this one's changes still come
+        await shared_cache(get_settings().SESSION_CACHE).aset(VIEWERS_KEY, until, OPEN_MARK_SECONDS)
+    return time.monotonic()

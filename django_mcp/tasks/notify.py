@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..protocol.jsonrpc import notification
 from ..server.notify import abroadcast
 from .models import TERMINAL, Task
+from .monitoring import feed
 from .signals import task_changed, task_finished
 from .wire import detailed_task
 
@@ -27,6 +28,8 @@ async def anotify_changed(task: Task) -> None:
         await task_changed.asend(sender=Task, task=task)
     if final and task_finished.receivers:
         await task_finished.asend(sender=Task, task=task)
-    if "watched" not in task.get_deferred_fields() and not task.watched:
+    deferred = task.get_deferred_fields()
+    await feed.aoffer(task, deferred)  # the admin's task monitors, while one is open
+    if "watched" not in deferred and not task.watched:
         return
     await abroadcast(task_group(str(task.id)), notification("notifications/tasks", detailed_task(task)), final=final)

@@ -27,6 +27,7 @@ from .conf import get_tasks_settings
 from .context import InlineTask, Run, TaskContext, begin_run, check_run
 from .fleet import aenqueue, installed
 from .models import ACTIVE, Task, creator_fields
+from .monitoring import feed
 from .notify import anotify_changed, task_group
 from .options import (
     check_backend_alias,
@@ -402,6 +403,7 @@ class McpTasks(ExtensionPlugin):
 
 
 async def _acreated(task: Task, request: McpRequest) -> None:
+    await feed.aoffer(task, set(), created=True)  # the admin's task monitors, while one is open
     if task_created.receivers:
         await task_created.asend(sender=Task, task=task, request=request)
 

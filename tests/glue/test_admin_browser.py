@@ -17,15 +17,12 @@ import struct
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import django.contrib.admin
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.test.utils import override_settings
-from pytest_django.live_server_helper import LiveServer
 
 from django_mcp.models import Task
-from tests.chromium import CHROMIUM, HEIGHT, WIDTH, Browser
+from tests.chromium import CHROMIUM, HEIGHT, Browser, admin_sign_in
 
 pytestmark = [
     pytest.mark.live,
@@ -33,28 +30,6 @@ pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (Debian: apt-get install chromium; .ci/run does)"),
     pytest.mark.timeout(120),
 ]
-
-
-@pytest.fixture
-def admin_url(transactional_db):
-    """Django's live server thread on the test database, serving the admin's CSS and images too."""
-    static = Path(django.contrib.admin.__file__).parent / "static"
-    with override_settings(STATIC_URL="/static/", STATIC_ROOT=str(static)):
-        server = LiveServer("127.0.0.1:0")
-        try:
-            yield server.url
-        finally:
-            server.stop()
-
-
-@pytest.fixture(params=[1280, WIDTH], ids=lambda width: f"{width}px")
-def browser(request, tmp_path):
-    chromium = Browser(tmp_path / "profile", width=request.param)
-    try:
-        chromium.open_page()
-        yield chromium
-    finally:
-        chromium.close()
 
 
 CREATED = datetime.datetime(2026, 12, 3, 12, 41, 7, tzinfo=datetime.UTC)
@@ -113,13 +88,7 @@ MEASURE = """(() => {
 
 
 def sign_in(browser: Browser, admin_url: str, then: str) -> None:
-    """Log in as "admin" through the admin's own login form, as a person would, and land on ``then``."""
-    browser.load("navigate", url=f"{admin_url}/admin/login/?next={then}")
-    browser.load(
-        "document.querySelector('#id_username').value = 'admin';"
-        "document.querySelector('#id_password').value = 'pw';"
-        "document.querySelector('#login-form').submit();"
-    )
+    admin_sign_in(browser, admin_url, then, "admin", "pw")
 
 
 def png_size(png: bytes) -> tuple[int, int]:
