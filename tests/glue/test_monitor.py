@@ -134,6 +134,7 @@ def test_with_the_audit_log_on_calls_per_tool_errors_and_top_callers(client, sta
     ToolCall.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(hours=2))
     staff("view_task")
     page = client.get(MONITOR).content.decode()
+    assert page.count('id="monitor-audit"') == 1
     section = page[page.index('id="monitor-audit"') :]
     assert "<td>fetch</td><td>4</td><td>2 (50 %)</td>" in section
     assert "<td>user:ada</td><td>4</td>" in section and "anonymous@10.0.0.9" in section
