@@ -198,6 +198,7 @@ class Task(models.Model):
             models.Index(fields=["expires_at"], name="django_mcp_task_expires"),
             models.Index(fields=["node", "status"], name="django_mcp_task_node_status"),
             models.Index(fields=["-created_at"], name="django_mcp_task_created"),
+            models.Index(fields=["status", "updated_at"], name="django_mcp_task_status_updated"),  # the monitor
         ]
 
     def __str__(self) -> str:

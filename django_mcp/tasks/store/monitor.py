@@ -95,8 +95,9 @@ def snapshot(now: datetime, window: timedelta, scope: str | None, queued_timeout
     figures.active = dict(active.values_list("status").annotate(n=Count("id")).order_by())
     figures.finished = dict(ended.values_list("status").annotate(n=Count("id")).order_by())
     figures.minutes = _minutes(tasks, ended, since, now)
+    recent_first = ended.order_by("-updated_at")  # the (status, updated_at) index, newest first
     finished = list(
-        ended.only("id", "tool", "status", "status_message", "error", "created_at", "updated_at")[:ROWS_LIMIT]
+        recent_first.only("id", "tool", "status", "status_message", "error", "created_at", "updated_at")[:ROWS_LIMIT]
     )
     figures.durations = _durations(finished)
     figures.failures = _failures([task for task in finished if task.status == TaskStatus.FAILED])
