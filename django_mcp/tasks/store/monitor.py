@@ -145,7 +145,8 @@ def _failures(failed: list[Task]) -> list[FailureReason]:
     return [FailureReason(reason, n, latest[reason]) for reason, n in reasons.most_common(10)]
 
 
-def _stalled(active: QuerySet[Task], now: datetime, queued_timeout: float | None) -> list[Stalled]:
+def _stalled(tasks: QuerySet[Task], now: datetime, queued_timeout: float | None) -> list[Stalled]:
+    active = tasks.only("id", "tool", "status", "node", "created_at", "lease_expires_at")  # never the payloads
     lapsed = active.exclude(node="").filter(lease_expires_at__lt=now)
     rows = [Stalled(task, "its process stopped renewing its lease") for task in lapsed[:50]]
     if queued_timeout is not None:
