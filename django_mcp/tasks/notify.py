@@ -1,4 +1,5 @@
-"""Telling of a task's change: the project's signals and every listen stream watching it, in every process."""
+"""Telling of a task's change: the project's signals, the admin's task monitors and every listen stream watching
+it, in every process."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ def task_group(task_id: str) -> str:
 
 
 async def anotify_changed(task: Task) -> None:
-    """Tell of a change of the task: the project's receivers (signals), and every listen stream watching
-    it, in every process.
+    """Tell of a change of the task: the project's receivers (signals), the admin's task monitors (while
+    one is open), and every listen stream watching it, in every process.
 
     ``task`` is the row as the change left it (read in or after the statement making the change), and
     this is called once per change, by the process that made it: a task no listen stream ever
