@@ -11,7 +11,7 @@ from django.db import transaction
 
 View = TypeVar("View", bound=Callable[..., Any])
 
-__all__ = ["client_endpoint"]
+__all__ = ["client_endpoint", "outside_atomic_requests"]
 
 
 def client_endpoint(view: View) -> View:
@@ -22,6 +22,12 @@ def client_endpoint(view: View) -> View:
     - ``login_not_required``: ``LoginRequiredMiddleware`` would send a client to the login page; the
       endpoint answers for itself (its auth's 401 and ``WWW-Authenticate``).
     """
+    return login_not_required(outside_atomic_requests(view))
+
+
+def outside_atomic_requests(view: View) -> View:
+    """``view`` outside ``ATOMIC_REQUESTS`` on every database: Django refuses that setting for an async
+    view (a 500 on every request)."""
     for alias in settings.DATABASES:
         view = transaction.non_atomic_requests(using=alias)(view)
-    return login_not_required(view)
+    return view

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from .audit import ToolCall
 from .conf import get_settings
+from .decorators import outside_atomic_requests
 from .server.listen import open_listen_streams
 from .shared_caches import shared_cache
 from .tasks.conf import get_tasks_settings
@@ -127,6 +128,7 @@ def monitor_context(request: HttpRequest) -> dict[str, Any]:
     }
 
 
+@outside_atomic_requests  # a browser's, behind the site's login; never in a request transaction
 async def monitor_events(request: HttpRequest) -> HttpResponseBase:
     """The live monitor's stream (server-sent events): each process's task changes, in batches.
 

@@ -15,6 +15,9 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 from django.test import AsyncClient, Client
 
+from django_mcp.conf import get_settings
+from django_mcp.shared_caches import shared_cache
+from django_mcp.tasks.monitoring import VIEWERS_KEY, feed
 from django_mcp.testing import McpClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -202,3 +205,19 @@ async def test_the_admin_cancels_a_running_task_under_atomic_requests(async_clie
         assert response.status_code == 200
         assert "Requested cancellation of the task." in response.content.decode()
         assert (await mcp.await_task(task_id, "cancelled"))["status"] == "cancelled"
+
+
+@pytest.mark.usefixtures("atomic_requests")
+async def test_the_task_monitor_and_its_stream_serve_under_atomic_requests(async_client) -> None:
+    """Django refuses an async view under ATOMIC_REQUESTS unless it is marked non-atomic: the monitor's
+    stream is one (the page itself is a sync admin view, in the request's transaction)."""
+    user = await sync_to_async(get_user_model().objects.create_superuser)("watch", "w@example.com", "pw")
+    await async_client.aforce_login(user)
+    assert (await async_client.get("/admin/django_mcp/taskmonitor/")).status_code == 200
+    stream = await async_client.get("/admin/django_mcp/taskmonitor/events/")
+    try:
+        assert stream.status_code == 200 and stream["Content-Type"] == "text/event-stream"
+    finally:
+        await stream.streaming_content.aclose()
+        await shared_cache(get_settings().SESSION_CACHE).adelete(VIEWERS_KEY)  # none open for the next tests
+        feed.reset()
