@@ -16,8 +16,9 @@ from .tasks.models import Task
 
 if TYPE_CHECKING:
     _ModelAdmin = admin.ModelAdmin[ToolCall]
+    _MonitorAdmin = admin.ModelAdmin[TaskMonitor]
 else:
-    _ModelAdmin = admin.ModelAdmin  # not subscriptable at run time
+    _ModelAdmin = _MonitorAdmin = admin.ModelAdmin  # not subscriptable at run time
 
 
 @admin.register(ToolCall)
@@ -46,7 +47,7 @@ class ToolCallAdmin(_ModelAdmin):
 
 
 @admin.register(TaskMonitor)
-class TaskMonitorAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class TaskMonitorAdmin(_MonitorAdmin):
     """The task monitor's page in place of a list: for staff who may view tasks."""
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:

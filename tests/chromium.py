@@ -14,6 +14,8 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +153,14 @@ def admin_sign_in(browser: Browser, base: str, then: str, username: str, passwor
         f"document.querySelector('#id_password').value = {json.dumps(password)};"
         "document.querySelector('#login-form').submit();"
     )
+
+
+@contextmanager
+def opened_browser(profile: Path, width: int = WIDTH, height: int = HEIGHT) -> Iterator[Browser]:
+    """A :class:`Browser` with its page open, closed afterwards (what a test's fixture yields)."""
+    browser = Browser(profile, width=width, height=height)
+    try:
+        browser.open_page()
+        yield browser
+    finally:
+        browser.close()

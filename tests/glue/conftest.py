@@ -9,7 +9,7 @@ import pytest
 from django.test.utils import override_settings
 from pytest_django.live_server_helper import LiveServer
 
-from tests.chromium import WIDTH, Browser
+from tests.chromium import WIDTH, opened_browser
 
 
 @pytest.fixture
@@ -26,9 +26,5 @@ def admin_url(transactional_db):
 
 @pytest.fixture(params=[1280, WIDTH], ids=lambda width: f"{width}px")
 def browser(request, tmp_path):
-    chromium = Browser(tmp_path / "profile", width=request.param)
-    try:
-        chromium.open_page()
+    with opened_browser(tmp_path / "profile", width=request.param) as chromium:
         yield chromium
-    finally:
-        chromium.close()

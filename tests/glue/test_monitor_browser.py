@@ -19,7 +19,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from tests.chromium import CHROMIUM, Browser, admin_sign_in
+from tests.chromium import CHROMIUM, Browser, admin_sign_in, opened_browser
 from tests.live.servers import server_process, sqlite_project
 from tests.task_calls import EXT
 from tests.task_rows import make_task
@@ -106,12 +106,8 @@ def daphne(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 def chromium(tmp_path: Path) -> Iterator[Browser]:
-    browser = Browser(tmp_path / "profile", width=1280, height=900)
-    try:
-        browser.open_page()
+    with opened_browser(tmp_path / "profile", width=1280, height=900) as browser:
         yield browser
-    finally:
-        browser.close()
 
 
 def rpc(base: str, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -104,6 +104,13 @@ async def test_a_wsgi_served_monitor_is_not_live(async_client, client, django_us
     assert (await sync_to_async(client.get)(EVENTS)).status_code == 204  # EventSource stops trying
 
 
+async def test_without_a_channel_layer_the_monitor_is_not_live(async_client, settings):
+    settings.CHANNEL_LAYERS = {}
+    stream = EventStream(await staff_cookie(async_client, "view_task"))
+    assert (await stream.start())["status"] == 204  # EventSource stops trying
+    await stream.communicator.wait(timeout=5)
+
+
 async def test_a_task_created_over_mcp_shows_up_and_moves_to_completed(async_client):
     stream = EventStream(await staff_cookie(async_client, "view_task"))
     start = await stream.start()

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from tests.chromium import CHROMIUM, Browser
+from tests.chromium import CHROMIUM, Browser, opened_browser
 from tests.live.servers import server_process, sqlite_project
 
 pytestmark = [
@@ -96,12 +96,8 @@ def callback() -> Iterator[str]:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Browser]:
-    chromium = Browser(tmp_path / "profile", width=1280, height=800)
-    try:
-        chromium.open_page()
+    with opened_browser(tmp_path / "profile", width=1280, height=800) as chromium:
         yield chromium
-    finally:
-        chromium.close()
 
 
 def keep(browser: Browser, tmp_path: Path, name: str) -> None:
