@@ -9,10 +9,12 @@ calls per caller on top. Past a limit the request answers -32603 with HTTP 429 a
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import logging
 import time
+import weakref
 import zlib
 from typing import Any
 
@@ -54,12 +56,59 @@ def _count(cache: BaseCache, key: str, period: int) -> int | None:
 
 
 async def _acount_in_redis(client: Any, key: str, period: int) -> int:
-    """``_count`` in one round trip: the window opened if absent (with its expiry), then counted on."""
-    async with client.pipeline(transaction=False) as pipe:
-        pipe.set(key, 0, ex=period + _EXPIRATION_FUDGE, nx=True)
-        pipe.incr(key)
-        _, count = await pipe.execute()
-    return int(count)
+    """``_count`` on Redis: the window opened if absent (with its expiry), then counted on, in the pipeline of
+    the counts this loop asks of ``client`` meanwhile."""
+    batch = _batches.get(client)
+    if batch is None:
+        batch = _batches[client] = _RedisCounts()
+    return await batch.count(client, key, period)
+
+
+class _RedisCounts:
+    """The counts one event loop asks of one Redis go out together: one pipeline at a time, and the counts
+    asked while it is on its way in the next. A round trip costs the loop far more than a command in it, so
+    under load one serves many requests; each count is still its own atomic ``INCR``, exact across workers."""
+
+    def __init__(self) -> None:
+        self._waiting: list[tuple[str, int, asyncio.Future[int]]] = []
+        self._sending: asyncio.Task[None] | None = None
+
+    async def count(self, client: Any, key: str, period: int) -> int:
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiting.append((key, period, future))
+        if self._sending is None:
+            self._send_waiting(client)
+        return await future
+
+    def _send_waiting(self, client: Any) -> None:
+        self._sending = None
+        if self._waiting:
+            batch, self._waiting = self._waiting, []
+            self._sending = asyncio.get_running_loop().create_task(self._asend(client, batch))
+            self._sending.add_done_callback(lambda _: self._send_waiting(client))
+
+    @staticmethod
+    async def _asend(client: Any, batch: list[tuple[str, int, asyncio.Future[int]]]) -> None:
+        try:
+            async with client.pipeline(transaction=False) as pipe:
+                for key, period, _ in batch:
+                    pipe.set(key, 0, ex=period + _EXPIRATION_FUDGE, nx=True)
+                    pipe.incr(key)
+                replies = await pipe.execute()
+            for (_, _, future), count in zip(batch, replies[1::2], strict=True):
+                if not future.done():  # its request may have gone (the client disconnected)
+                    future.set_result(int(count))
+        except Exception as exc:  # Redis is down: every request of the batch answers 503
+            for _, _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+        finally:  # cancelled (the loop is closing): no request waits forever
+            for _, _, future in batch:
+                future.cancel()
+
+
+# Per client, and so per event loop (shared_caches gives each loop its own client).
+_batches: weakref.WeakKeyDictionary[Any, _RedisCounts] = weakref.WeakKeyDictionary()
 
 
 async def _aenforce(request: McpRequest, rate: str, group: str, what: str) -> None:

@@ -240,3 +240,60 @@ async def test_a_cache_that_will_not_count_fails_closed_unless_told_open(async_c
     if status == 503:
         said = json.loads(response.content)["error"]["message"]
         assert said == "Rate limits cannot be counted now: try again shortly"
+
+
+async def test_counts_asked_together_share_a_round_trip_and_each_stays_exact(private_redis):
+    """At 16 concurrent requests a round trip per count cost the loop most of what counting costs; the counts
+    asked while one pipeline is on its way go in the next, each its own INCR."""
+    import asyncio
+
+    from django_mcp.server.rates import _acount_in_redis
+    from django_mcp.shared_caches import async_redis_of, shared_cache
+
+    with override_settings(CACHES=_redis_cache(private_redis.port)):
+        client = async_redis_of(shared_cache("default"))
+        with mock.patch.object(client, "pipeline", wraps=client.pipeline) as pipelines:
+            counts = await asyncio.gather(*(_acount_in_redis(client, key, 60) for key in ["a", "b"] * 50))
+        await client.aclose()
+    for name in ("a", "b"):
+        assert sorted(c for c, key in zip(counts, ["a", "b"] * 50, strict=True) if key == name) == list(range(1, 51))
+    assert 1 <= pipelines.call_count <= 2, pipelines.call_count  # the first count's, then everyone else's
+
+
+async def test_every_count_of_a_batch_learns_that_redis_is_down_and_the_next_batch_is_sent(private_redis):
+    import asyncio
+
+    import redis
+
+    from django_mcp.server.rates import _acount_in_redis
+    from django_mcp.shared_caches import async_redis_of, shared_cache
+
+    with override_settings(CACHES=_redis_cache(private_redis.port)):
+        client = async_redis_of(shared_cache("default"))
+        private_redis.stop()
+        try:
+            outcomes = await asyncio.gather(
+                *(_acount_in_redis(client, "down", 60) for _ in range(5)), return_exceptions=True
+            )
+        finally:
+            private_redis.start()
+        assert all(isinstance(outcome, redis.exceptions.ConnectionError) for outcome in outcomes), outcomes
+        assert await asyncio.wait_for(_acount_in_redis(client, "down", 60), 10) == 1
+        await client.aclose()
+
+
+async def test_a_count_whose_request_went_away_leaves_the_others_theirs(private_redis):
+    import asyncio
+
+    from django_mcp.server.rates import _acount_in_redis
+    from django_mcp.shared_caches import async_redis_of, shared_cache
+
+    with override_settings(CACHES=_redis_cache(private_redis.port)):
+        client = async_redis_of(shared_cache("default"))
+        first = asyncio.ensure_future(_acount_in_redis(client, "gone", 60))
+        gone = asyncio.ensure_future(_acount_in_redis(client, "gone", 60))
+        last = asyncio.ensure_future(_acount_in_redis(client, "gone", 60))
+        await asyncio.sleep(0)  # all three asked: the first in flight, the others waiting for the next pipeline
+        gone.cancel()
+        assert sorted(await asyncio.gather(first, last)) == [1, 3]  # the gone request was counted, not answered
+        await client.aclose()
