@@ -13,6 +13,8 @@ Not the test settings. Switched by environment variables set by ``bench/run.py``
   django-oauth-toolkit's access tokens as docs/sign-in.md sets it up, rate limits on (counted in the Redis
   cache), the audit log on, and the OpenTelemetry SDK exporting spans through a ``BatchSpanProcessor`` and
   metrics every 10 s over OTLP/HTTP to ``BENCH_OTLP`` (a receiver on 127.0.0.1)
+- ``BENCH_DEPLOYED_OFF=auth,limits,audit,tracing,export``: the deployed shape with those parts off (``export``:
+  spans made but exported nowhere), to tell what each part costs inside it (``bench/ablate.py``)
 """
 
 import os
@@ -102,6 +104,7 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 DEPLOYED = os.environ.get("BENCH_DEPLOYED") == "1"
+DEPLOYED_OFF = set(filter(None, os.environ.get("BENCH_DEPLOYED_OFF", "").split(",")))
 
 DJANGO_MCP = {
     "SERVER_NAME": "bench-django-mcp",
@@ -122,12 +125,11 @@ if DEPLOYED:
 
     INSTALLED_APPS.insert(INSTALLED_APPS.index("django_mcp"), "oauth2_provider")
     OAUTH2_PROVIDER = authorization_server_settings()
-    DJANGO_MCP.update(
-        AUTH="django_mcp.auth.BearerAuth",
-        OAUTH_RESOURCE_URL="http://127.0.0.1/mcp/",
-        RATE_LIMIT="100000000/h",  # counted in Redis on every request, never reached
-        AUDIT=True,
-    )
+    if "auth" not in DEPLOYED_OFF:
+        DJANGO_MCP.update(AUTH="django_mcp.auth.BearerAuth", OAUTH_RESOURCE_URL="http://127.0.0.1/mcp/")
+    if "limits" not in DEPLOYED_OFF:
+        DJANGO_MCP["RATE_LIMIT"] = "100000000/h"  # counted in Redis on every request, never reached
+    DJANGO_MCP["AUDIT"] = "audit" not in DEPLOYED_OFF
 
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -138,7 +140,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "WARNING"},
 }
 
-if DEPLOYED:  # spans and metrics exported over OTLP/HTTP, as a collector beside the service would take them
+if DEPLOYED and not DEPLOYED_OFF & {"tracing", "export"}:  # spans and metrics exported over OTLP/HTTP, as a
+    # collector beside the service would take them
     from opentelemetry import metrics, trace
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -153,7 +156,8 @@ if DEPLOYED:  # spans and metrics exported over OTLP/HTTP, as a collector beside
     trace.set_tracer_provider(_provider)
     _reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=f"{_otlp}/v1/metrics"), 10_000)
     metrics.set_meter_provider(MeterProvider(metric_readers=[_reader]))
-elif os.environ.get("BENCH_OTEL") == "1":  # the "traced" target: spans and metrics made, exported nowhere
+elif os.environ.get("BENCH_OTEL") == "1" or (DEPLOYED and "tracing" not in DEPLOYED_OFF):
+    # the "traced" target: spans and metrics made, exported nowhere
     from opentelemetry import metrics, trace
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.trace import TracerProvider
