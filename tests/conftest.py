@@ -47,6 +47,15 @@ async def _close_thread_connections():
     connections.close_all()
 
 
+@pytest.fixture(autouse=True)
+async def _stop_tasks(_close_thread_connections):
+    """Every task body a test started stops before the next test (and before its connections close)."""
+    yield
+    from tests.task_servers import stop_all_tasks
+
+    await stop_all_tasks()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _close_connection_pools(django_db_setup, django_db_blocker):
     """Pooled PostgreSQL connections outlive their threads: close them before the test DB is dropped.

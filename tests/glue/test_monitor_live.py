@@ -17,7 +17,6 @@ from django_mcp.shared_caches import shared_cache
 from django_mcp.tasks.monitoring import VIEWERS_KEY, MonitorFeed, feed, monitor_fields
 from django_mcp.testing import McpClient
 from tests.task_rows import make_task
-from tests.task_servers import stop_all_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,9 +24,8 @@ EVENTS = "/admin/django_mcp/taskmonitor/events/"
 
 
 @pytest.fixture(autouse=True)
-async def _stop_tasks():
+async def _close_the_monitors():
     yield
-    await stop_all_tasks()
     await shared_cache("default").adelete(VIEWERS_KEY)
     feed.reset()
 

@@ -6,17 +6,10 @@ import pytest
 
 from django_mcp.models import Task
 from django_mcp.testing import McpClient, McpError, SyncMcpClient
-from tests.task_servers import stop_all_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ERAS = ["2026-07-28", "2025-11-25"]
-
-
-@pytest.fixture(autouse=True)
-async def _stop_tasks():
-    yield
-    await stop_all_tasks()
 
 
 def accept_name(method, params):

@@ -17,7 +17,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from django_mcp.server import telemetry
 from tests.task_calls import rpc, wait_for
-from tests.task_servers import stop_all_tasks
 from tests.wire import post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,12 +36,6 @@ def otel(monkeypatch):
     monkeypatch.setattr(telemetry, "active", lambda: True)
     monkeypatch.setattr(telemetry, "_instruments", lambda: made)
     return spans, reader
-
-
-@pytest.fixture(autouse=True)
-async def _stop_tasks():
-    yield
-    await stop_all_tasks()
 
 
 def metrics(reader):

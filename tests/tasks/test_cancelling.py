@@ -6,15 +6,8 @@ from asgiref.sync import sync_to_async
 from django_mcp.models import Task
 from django_mcp.tasks import acancel_task, cancel_task
 from django_mcp.testing import McpClient
-from tests.task_servers import stop_all_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-async def _stop_tasks():
-    yield
-    await stop_all_tasks()
 
 
 @pytest.mark.parametrize("sync", [False, True], ids=["acancel_task", "cancel_task"])

@@ -14,16 +14,9 @@ from asgiref.sync import sync_to_async
 from django_mcp.models import Task
 from django_mcp.tasks.models import TaskQuota
 from tests.task_calls import create, error_of, get, rpc, wait_for
-from tests.task_servers import EVENTS, small_server, stop_all_tasks, tasks_server
+from tests.task_servers import EVENTS, small_server, tasks_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-async def _stop_tasks():
-    EVENTS.clear()
-    yield
-    await stop_all_tasks()
 
 
 # -- cancellation -----------------------------------------------------------------------------

@@ -15,17 +15,9 @@ from django_mcp.tasks import McpTasks
 from django_mcp.tasks.models import TaskQuota
 from django_mcp.tasks.wire import DETAILED_FIELDS
 from tests.task_calls import CLIENT, EXT, create, error_of, get, rpc, wait_for
-from tests.task_servers import EVENTS, stop_all_tasks
 from tests.wire import post_from, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-async def _stop_tasks():
-    EVENTS.clear()
-    yield
-    await stop_all_tasks()
 
 
 # -- caps per server and per caller, counted without scanning the table ---------------------------

@@ -17,7 +17,7 @@ from django_mcp.tasks import EXTENSION_ID, astart_task
 from django_mcp.tasks.store.database import new_task_id
 from django_mcp.tasks.wire import timestamp
 from tests.task_calls import CLIENT, EXT, create, error_of, get, owner_key, rpc, wait_for
-from tests.task_servers import EVENTS, stop_all_tasks
+from tests.task_servers import EVENTS
 from tests.wire import assert_wire, post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,13 +25,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TASKS_SCHEMA = "tasks-2026-07-28.schema.json"
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 TASK_FIELDS = {"taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
-
-
-@pytest.fixture(autouse=True)
-async def _stop_tasks():
-    EVENTS.clear()
-    yield
-    await stop_all_tasks()
 
 
 # -- negotiation -------------------------------------------------------------------------

@@ -15,15 +15,8 @@ from django_mcp.models import Task
 from django_mcp.tasks.admin import unique_prefix_chars
 from django_mcp.tasks.models import creator_fields
 from django_mcp.testing import McpClient
-from tests.task_servers import stop_all_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-async def _stop_tasks():
-    yield
-    await stop_all_tasks()
 
 
 @pytest.fixture

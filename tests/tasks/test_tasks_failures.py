@@ -20,18 +20,12 @@ from django_mcp.models import Task
 from django_mcp.tasks.context import RunningTask
 from django_mcp.tasks.runner import asend_control
 from tests.task_calls import create, get, owner_key, rpc, wait_for
-from tests.task_servers import stop_all_tasks, task_tools, tasks_server
+from tests.task_servers import task_tools, tasks_server
 from tests.wire import post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PLUGIN = tasks_server.extension_plugins[0]
-
-
-@pytest.fixture(autouse=True)
-async def _stop_tasks():
-    yield
-    await stop_all_tasks()
 
 
 async def test_database_loss_answers_503_not_a_traceback(async_client, caplog):

@@ -12,19 +12,13 @@ from asgiref.sync import sync_to_async
 
 from tests.listen_streams import Stream
 from tests.task_calls import CLIENT, EXT, create, get, rpc, wait_for
-from tests.task_servers import stop_all_tasks, tasks_server
+from tests.task_servers import tasks_server
 from tests.wire import assert_wire, post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SUB = "io.modelcontextprotocol/subscriptionId"
 PLUGIN = tasks_server.extension_plugins[0]
 TASKS_SCHEMA = "tasks-2026-07-28.schema.json"
-
-
-@pytest.fixture(autouse=True)
-async def _stop_tasks():
-    yield
-    await stop_all_tasks()
 
 
 async def listen(task_ids, *, caps=CLIENT, headers=None, sub="tl"):
