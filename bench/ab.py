@@ -55,23 +55,9 @@ def main() -> None:
     if target.kind != "dj":
         raise SystemExit("--target must name a django_mcp target: the floor and django-mcpz do not change")
     runner = scenarios.scratch_runner("ab", target)
-    sources = {"base": base_source(args.base, bench.WORK), "now": runner.src}
-    rps: dict[tuple[str, int], list[float]] = {}
+    sides = {"base": (target, base_source(args.base, bench.WORK)), "now": (target, runner.src)}
     try:
-        for round_no in range(1, args.rounds + 1):
-            for side, src in sources.items():
-                runner.src = src
-                server = runner.start(target)
-                try:
-                    requests, expect = scenarios.scenario_requests(runner, target, server, args.scenario)
-                    for concurrency in concurrencies:
-                        result = runner.closed_loop(server, requests, expect, concurrency, measure_s=args.seconds)
-                        if result.get("errors"):
-                            raise SystemExit(f"{side} c={concurrency}: {result['errors']} errors")
-                        rps.setdefault((side, concurrency), []).append(result["rps"])
-                        print(f"round {round_no} {side:<4} c={concurrency:<3} {result['rps']:9.1f} req/s", flush=True)
-                finally:
-                    server.stop()
+        rps = scenarios.interleaved_rounds(runner, sides, args.scenario, concurrencies, args.rounds, args.seconds)
     finally:
         runner.loadgen.stop()
     print(f"\n{args.target} {args.scenario}: now (working tree) against {args.base}, medians of {args.rounds} rounds")

@@ -47,21 +47,9 @@ def main() -> None:
     for target in variants.values():  # one access token serves every variant
         if target.auth:
             runner.tokens[target.name] = runner.tokens[deployed.name]
-    rps: dict[tuple[str, int], list[float]] = {}
+    sides = {name: (target, runner.src) for name, target in variants.items()}
     try:
-        for round_no in range(1, args.rounds + 1):
-            for name, target in variants.items():
-                server = runner.start(target)
-                try:
-                    requests, expect = scenarios.scenario_requests(runner, target, server, args.scenario)
-                    for concurrency in concurrencies:
-                        result = runner.closed_loop(server, requests, expect, concurrency, measure_s=args.seconds)
-                        if result.get("errors"):
-                            raise SystemExit(f"{name} c={concurrency}: {result['errors']} errors")
-                        rps.setdefault((name, concurrency), []).append(result["rps"])
-                        print(f"round {round_no} {name:<24} c={concurrency:<3} {result['rps']:9.1f} req/s", flush=True)
-                finally:
-                    server.stop()
+        rps = scenarios.interleaved_rounds(runner, sides, args.scenario, concurrencies, args.rounds, args.seconds)
     finally:
         runner.loadgen.stop()
         if runner.otlp is not None:

@@ -183,6 +183,34 @@ def scenario_requests(
     }[scenario]
 
 
+def interleaved_rounds(
+    runner: bench.Bench,
+    sides: dict[str, tuple[bench.Target, Path]],
+    scenario: str,
+    concurrencies: list[int],
+    rounds: int,
+    seconds: float,
+) -> dict[tuple[str, int], list[float]]:
+    """The req/s of each side (a target served from a source tree) per concurrency, in interleaved rounds,
+    a fresh server for each side in each round (``bench/ab.py``, ``bench/ablate.py``)."""
+    rps: dict[tuple[str, int], list[float]] = {}
+    for round_no in range(1, rounds + 1):
+        for side, (target, src) in sides.items():
+            runner.src = src
+            server = runner.start(target)
+            try:
+                requests, expect = scenario_requests(runner, target, server, scenario)
+                for concurrency in concurrencies:
+                    result = runner.closed_loop(server, requests, expect, concurrency, measure_s=seconds)
+                    if result.get("errors"):
+                        raise SystemExit(f"{side} c={concurrency}: {result['errors']} errors")
+                    rps.setdefault((side, concurrency), []).append(result["rps"])
+                    print(f"round {round_no} {side:<24} c={concurrency:<3} {result['rps']:9.1f} req/s", flush=True)
+            finally:
+                server.stop()
+    return rps
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", default="django_mcp uvicorn sqlite")
