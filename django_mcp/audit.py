@@ -84,19 +84,21 @@ def _caller(request: McpRequest) -> tuple[Any, str]:
 async def arecord(
     sender: Any, request: McpRequest, tool: str, outcome: str, duration: float, definition: Tool, **kwargs: Any
 ) -> None:
-    """The ``tool_called`` receiver: build the row now, write it in the background."""
+    """The ``tool_called`` receiver: take the row's values now, write it in the background."""
     mcp = get_settings()
     user, caller = _caller(request)
     rule = definition.audit_arguments if definition.audit_arguments is not None else mcp.AUDIT_ARGUMENTS
-    row = ToolCall(
-        user=user if user is not None and user.pk is not None else None,
-        caller=caller[:200],
-        server=request.namespace[:100],
-        tool=tool,
-        outcome=outcome,
-        duration_ms=round(duration * 1000, 3),
-        arguments=kept_arguments(rule, request.params.get("arguments")),
-    )
+    # Values, not a model instance: the answer waits for this receiver; the instance is built with the batch.
+    row = {
+        "created_at": timezone.now(),
+        "user_id": user.pk if user is not None else None,
+        "caller": caller[:200],
+        "server": request.namespace[:100],
+        "tool": tool,
+        "outcome": outcome,
+        "duration_ms": round(duration * 1000, 3),
+        "arguments": kept_arguments(rule, request.params.get("arguments")),
+    }
     if not request.served_by_asgi:  # under WSGI the loop ends with the response: write it now
         await _awrite([row], mcp.AUDIT_RETENTION_SECONDS)
         return
@@ -107,8 +109,9 @@ async def arecord(
         _flusher = loop.create_task(_aflush_soon(mcp.AUDIT_RETENTION_SECONDS))
 
 
-# Process-wide by nature: the rows of this process waiting for their batch, and the task that writes them.
-_pending: list[ToolCall] = []
+# Process-wide by nature: the rows of this process waiting for their batch (their fields), and the task
+# that writes them.
+_pending: list[dict[str, Any]] = []
 _flusher: asyncio.Task[None] | None = None
 _last_sweep = 0.0
 
@@ -130,18 +133,18 @@ async def aflush(grace_seconds: float = 0) -> None:
         await _awrite(rows, get_settings().AUDIT_RETENTION_SECONDS)
 
 
-async def _awrite(rows: list[ToolCall], retention: int) -> None:
+async def _awrite(rows: list[dict[str, Any]], retention: int) -> None:
     try:
         await sync_to_async(_save, thread_sensitive=False)(rows, retention)
     except Exception as exc:  # the audit never fails a call; an outage is logged, not raised
-        logger.warning("Could not write %d audit row(s) (%s …): %r", len(rows), rows[0].tool, exc)
+        logger.warning("Could not write %d audit row(s) (%s …): %r", len(rows), rows[0]["tool"], exc)
 
 
-def _save(rows: list[ToolCall], retention: int) -> None:
+def _save(rows: list[dict[str, Any]], retention: int) -> None:
     global _last_sweep
     alias = router.db_for_write(ToolCall)
     try:
-        ToolCall.objects.using(alias).bulk_create(rows)
+        ToolCall.objects.using(alias).bulk_create([ToolCall(**row) for row in rows])
         if time.monotonic() - _last_sweep > _SWEEP_EVERY_SECONDS:
             _last_sweep = time.monotonic()
             sweep(retention, using=alias)

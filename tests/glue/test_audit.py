@@ -159,6 +159,6 @@ async def test_calls_close_together_are_written_in_one_insert(async_client):
 async def test_what_waits_is_written_at_shutdown():
     from django_mcp import audit
 
-    audit._pending.append(ToolCall(caller="x", server="s", tool="late", outcome="result", duration_ms=1))
+    audit._pending.append({"caller": "x", "server": "s", "tool": "late", "outcome": "result", "duration_ms": 1})
     await audit.aflush(0)
     assert [row.tool async for row in ToolCall.objects.all()] == ["late"] and not audit._pending
