@@ -109,7 +109,10 @@ def monitor_context(request: HttpRequest) -> dict[str, Any]:
     chosen = request.GET.get("server")
     scope = chosen if chosen in known else None
     now = timezone.now()
-    figures = snapshot(now, WINDOW, scope, get_tasks_settings().TASK_QUEUED_TIMEOUT_SECONDS)
+    tasks_settings = get_tasks_settings()
+    figures = snapshot(
+        now, WINDOW, scope, tasks_settings.TASK_QUEUED_TIMEOUT_SECONDS, tasks_settings.TASK_INPUT_WAIT_SECONDS
+    )
     bars, peak = chart(figures.minutes)
     statuses = TaskStatus.choices
     return {

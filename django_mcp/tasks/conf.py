@@ -25,6 +25,9 @@ class TasksSettings(BaseModel):
     TASK_QUEUED_TIMEOUT_SECONDS: float | None = Field(default=600.0, gt=0)
     """A task queued for a worker fleet (``task_backend``) that no worker started within this long is
     failed ("No worker started the task within its queue timeout (600 s): is the fleet running?"); None: never."""
+    TASK_INPUT_WAIT_SECONDS: float | None = Field(default=3600.0, gt=0)
+    """A task that has waited in ``input_required`` this long without a change is shown stalled by the admin's
+    task monitor (its client asked nothing more, or went away); None: never. Nothing fails it."""
 
 
 get_tasks_settings = settings_section(TasksSettings)

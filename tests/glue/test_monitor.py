@@ -99,6 +99,33 @@ def test_a_fleet_task_is_stalled_only_past_its_queue_timeout():
         assert [s.task.pk for s in stalled] == [rows["stranded"].pk]
 
 
+def test_a_task_waiting_for_an_answer_is_stalled_past_its_wait():
+    now = timezone.now()
+    two_hours_ago = now - timedelta(hours=2)
+    asking = make_task(status="input_required", created_at=now - timedelta(hours=3), updated_at=two_hours_ago)
+    make_task(status="input_required", updated_at=now - timedelta(minutes=5))  # asked a moment ago
+    make_task(status="working", node="web-1", lease_expires_at=now + timedelta(seconds=10), updated_at=two_hours_ago)
+    orphan = make_task(  # its process is gone too: listed once, for that
+        status="input_required", node="web-gone", lease_expires_at=now - timedelta(minutes=1), updated_at=two_hours_ago
+    )
+    stalled = snapshot(now, timedelta(hours=1), None, None, input_wait=3600).stalled
+    assert sorted((s.task.pk, s.why) for s in stalled) == sorted(
+        [
+            (asking.pk, "it has waited for an answer for over 3600 s"),
+            (orphan.pk, "its process stopped renewing its lease"),
+        ]
+    )
+    assert [s.task.pk for s in snapshot(now, timedelta(hours=1), None, None, input_wait=None).stalled] == [orphan.pk]
+
+
+def test_the_page_flags_a_task_waiting_past_the_wait_setting(client, staff, settings):
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_INPUT_WAIT_SECONDS": 60}
+    asking = make_task(status="input_required", updated_at=timezone.now() - timedelta(minutes=2))
+    staff("view_task")
+    page = client.get(MONITOR).content.decode()
+    assert "it has waited for an answer for over 60 s" in page and f"/admin/django_mcp/task/{asking.pk}/" in page
+
+
 def test_one_server_at_a_time(client, staff):
     rows = seed()
     staff("view_task")

@@ -85,8 +85,11 @@ def _day_ago() -> datetime:
     return timezone.now() - timedelta(days=1)
 
 
-def snapshot(now: datetime, window: timedelta, scope: str | None, queued_timeout: float | None) -> Snapshot:
-    """The figures of :class:`Snapshot`; ``scope`` None: every server."""
+def snapshot(
+    now: datetime, window: timedelta, scope: str | None, queued_timeout: float | None, input_wait: float | None = None
+) -> Snapshot:
+    """The figures of :class:`Snapshot`; ``scope`` None: every server. ``queued_timeout`` and ``input_wait``
+    (seconds, None: never) say when a fleet task waiting for a worker and a task waiting for an answer stall."""
     tasks: QuerySet[Task] = Task.objects.all() if scope is None else Task.objects.filter(scope=scope)
     since = now - window
     active = tasks.filter(status__in=ACTIVE)
@@ -101,7 +104,7 @@ def snapshot(now: datetime, window: timedelta, scope: str | None, queued_timeout
     )
     figures.durations = _durations(finished)
     figures.failures = _failures([task for task in finished if task.status == TaskStatus.FAILED])
-    figures.stalled = _stalled(active, now, queued_timeout)
+    figures.stalled = _stalled(active, now, queued_timeout, input_wait)
     figures.queued = active.filter(node="").exclude(backend="").count()
     workers = active.exclude(node="").values("node").annotate(n=Count("id"), until=Max("lease_expires_at"))
     figures.workers = [Worker(row["node"], row["n"], row["until"]) for row in workers.order_by("node")]
@@ -145,12 +148,19 @@ def _failures(failed: list[Task]) -> list[FailureReason]:
     return [FailureReason(reason, n, latest[reason]) for reason, n in reasons.most_common(10)]
 
 
-def _stalled(tasks: QuerySet[Task], now: datetime, queued_timeout: float | None) -> list[Stalled]:
-    active = tasks.only("id", "tool", "status", "node", "created_at", "lease_expires_at")  # never the payloads
+def _stalled(
+    tasks: QuerySet[Task], now: datetime, queued_timeout: float | None, input_wait: float | None
+) -> list[Stalled]:
+    active = tasks.only("id", "tool", "status", "node", "created_at", "updated_at", "lease_expires_at")  # no payloads
     lapsed = active.exclude(node="").filter(lease_expires_at__lt=now)
     rows = [Stalled(task, "its process stopped renewing its lease") for task in lapsed[:50]]
     if queued_timeout is not None:
         waiting = active.filter(node="").exclude(backend="")
         waiting = waiting.filter(created_at__lt=now - timedelta(seconds=queued_timeout))
         rows += [Stalled(task, "no worker started it within its queue timeout") for task in waiting[:50]]
+    if input_wait is not None:  # the (status, updated_at) index
+        asking = active.filter(status=TaskStatus.INPUT_REQUIRED, updated_at__lt=now - timedelta(seconds=input_wait))
+        why = f"it has waited for an answer for over {input_wait:g} s"
+        flagged = {row.task.pk for row in rows}  # a lapsed lease says more
+        rows += [Stalled(task, why) for task in asking[:50] if task.pk not in flagged]
     return rows
