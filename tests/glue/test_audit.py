@@ -19,6 +19,7 @@ from django.utils import timezone
 from django_mcp import DefinitionError, ToolRegistry, tool_called
 from django_mcp.audit import REDACTED, ToolCall
 from django_mcp.models import PersonalToken
+from tests.waiting import until
 from tests.wire import post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -108,7 +109,7 @@ async def test_a_failed_write_never_fails_the_call(async_client, caplog):
     _, token = await signed_in()
     with mock.patch("django_mcp.audit._save", side_effect=RuntimeError("disk full")):
         answer = await call(async_client, token, "whoami")
-        await asyncio.sleep(0.2)
+        await until(lambda: "Could not write" in caplog.text, what="the failed write's warning")
     assert answer["result"]["content"][0]["text"] == "auditor"
     assert "Could not write 1 audit row(s) (whoami …)" in caplog.text
 

@@ -17,7 +17,7 @@ from django_mcp.tasks import EXTENSION_ID, astart_task
 from django_mcp.tasks.store.database import new_task_id
 from django_mcp.tasks.wire import timestamp
 from tests.task_calls import CLIENT, EXT, create, error_of, get, owner_key, rpc, wait_for
-from tests.task_servers import EVENTS
+from tests.task_servers import EVENTS, stop_all_tasks
 from tests.wire import assert_wire, post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -434,7 +434,7 @@ async def test_cancel_racing_completion_ends_in_one_terminal_state(async_client)
     ids = [(await create(async_client, "quick"))["taskId"] for _ in range(10)]
     await asyncio.gather(*(rpc(async_client, "tasks/cancel", {"taskId": i}, status=200) for i in ids))
     finals = [await wait_for(async_client, i, "completed", "cancelled") for i in ids]
-    await asyncio.sleep(0.1)
+    await stop_all_tasks()  # every body has ended: a late write would show now
     again = [(await get(async_client, i))["result"] for i in ids]
     assert [f["status"] for f in finals] == [a["status"] for a in again]
     for final in again:

@@ -32,6 +32,7 @@ from tests.task_rows import OWNER
 from tests.task_rows import make_task as _task
 from tests.task_rows import task_fields as _fields
 from tests.task_servers import tasks_server
+from tests.waiting import until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -89,14 +90,6 @@ async def _in_use() -> AsyncIterator[Any]:
         yield link
     finally:
         await loop_postgres._agive_back(held, link)
-
-
-async def _until(condition) -> None:
-    for _ in range(500):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("never came true")
 
 
 def _wrapper(**changes):
@@ -189,7 +182,7 @@ async def test_a_read_with_a_misspelt_field_leaves_the_connection_it_was_handed_
     await _opened()
     async with _in_use():
         misspelt = asyncio.ensure_future(read_visible(str(task.id), OWNER, ("stauts",)))
-        await _until(lambda: _stats()["requests_waiting"])
+        await until(lambda: _stats()["requests_waiting"])
     with pytest.raises(FieldDoesNotExist):  # handed the connection, then refused by the model
         await misspelt
     assert _held().in_use == 0 and isinstance(await read_visible(str(task.id), OWNER), Task)
@@ -202,7 +195,7 @@ async def test_a_read_cancelled_once_handed_a_connection_passes_it_on(settings):
     link = await _the_link()
     async with _in_use():
         first, second = (asyncio.ensure_future(read_visible(str(task.id), OWNER)) for _ in range(2))
-        await _until(lambda: _stats()["requests_waiting"] == 2)
+        await until(lambda: _stats()["requests_waiting"] == 2)
     first.cancel()  # handed the connection, before it has run again
     # psycopg_pool lets a cancellation that comes after the hand-over go: the read ends as it would have.
     (outcome,) = await asyncio.gather(first, return_exceptions=True)
@@ -243,7 +236,7 @@ async def test_changing_the_setting_closes_the_pool_and_opens_one_of_the_new_siz
     old = await _opened()
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LOOP_CONNECTIONS": 1}
     assert await read_visible(str(task.id), OWNER) is USE_STORE  # to the store while the new one opens
-    await _until(lambda: old.pool.closed)
+    await until(lambda: old.pool.closed)
     await _held().pool.wait(5)
     assert _held() is not old and _held().pool.max_size == 1
     assert isinstance(await read_visible(str(task.id), OWNER), Task)
@@ -412,7 +405,7 @@ async def test_a_connection_that_opens_after_its_loop_shut_down_is_closed():
         await asyncio.sleep(0.05)
         release.set()
         await closing
-        await _until(lambda: opened and opened[0].closed)
+        await until(lambda: opened and opened[0].closed)
     assert held.pool.closed
 
 
@@ -431,7 +424,7 @@ async def test_a_database_that_cannot_be_reached_is_left_to_the_store_and_the_po
     with mock.patch.object(connections, "create_connection", return_value=_wrapper(PORT="1")):
         for _ in range(2):
             assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-        await _until(lambda: _stats().get("connections_errors"))
+        await until(lambda: _stats().get("connections_errors"))
         assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
         assert not _held().ready and "default" not in loop_postgres._elsewhere
     (logged, *_) = [r for r in caplog.records if r.name == "psycopg.pool"]
@@ -504,12 +497,12 @@ async def test_a_renamed_database_gets_a_pool_of_its_own():
             assert await read_visible(str(task.id), OWNER) is USE_STORE  # closes it, opens one there
             renamed = _held()
             assert renamed is not first and renamed.name == "no_such_database_here"
-            await _until(lambda: first.pool.closed)
+            await until(lambda: first.pool.closed)
             assert await read_visible(str(task.id), OWNER) is USE_STORE  # no such database: never ready
     assert await read_visible(str(task.id), OWNER) is USE_STORE  # renamed back: another pool
     await _held().pool.wait(5)
     assert isinstance(await read_visible(str(task.id), OWNER), Task)
-    await _until(lambda: renamed.pool.closed)
+    await until(lambda: renamed.pool.closed)
 
 
 def _read_on(loop: asyncio.AbstractEventLoop, task_id: str):
@@ -663,5 +656,5 @@ async def test_a_finish_cancelled_mid_statement_still_ends_the_task():
         with pytest.raises(asyncio.CancelledError):
             await finishing
         release.set()
-        await _until(lambda: _held().in_use == 0)
+        await until(lambda: _held().in_use == 0)
     assert (await Task.objects.aget(pk=task.id)).status == "completed"

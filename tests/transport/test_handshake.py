@@ -9,6 +9,8 @@ import json
 import pytest
 
 from tests.session_calls import HEADERS, initialize, post, rpc
+from tests.toolapp.tools import EVENTS
+from tests.waiting import until
 from tests.wire import initialize_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -240,7 +242,7 @@ async def test_a_cancelled_notification_stops_the_running_handler(async_client):
     call = asyncio.ensure_future(
         rpc(async_client, session, "tools/call", {"name": "sleepy", "arguments": {"seconds": 30}}, id=7)
     )
-    await asyncio.sleep(0.3)
+    await until(lambda: EVENTS.get("sleepy") == "started", what="the tool's start")
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
     assert (await post(async_client, cancel, session=session)).status_code == 202
     status, body = await asyncio.wait_for(call, 5)
