@@ -67,37 +67,43 @@ async def _acount_in_redis(client: Any, key: str, period: int) -> int:
 class _RedisCounts:
     """The counts one event loop asks of one Redis go out together: one pipeline at a time, and the counts
     asked while it is on its way in the next. A round trip costs the loop far more than a command in it, so
-    under load one serves many requests; each count is still its own atomic ``INCR``, exact across workers."""
+    under load one serves many requests; each count is still its own atomic ``INCR``, exact across workers.
+    A count asked while nothing is on its way goes at once, from its own request (no task to start)."""
 
     def __init__(self) -> None:
         self._waiting: list[tuple[str, int, asyncio.Future[int]]] = []
-        self._sending: asyncio.Task[None] | None = None
+        self._busy = False
 
     async def count(self, client: Any, key: str, period: int) -> int:
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._waiting.append((key, period, future))
-        if self._sending is None:
+        if self._busy:
+            future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+            self._waiting.append((key, period, future))
+            return await future
+        self._busy = True
+        try:
+            return (await _apipeline(client, [(key, period)]))[0]
+        finally:
+            self._busy = False
             self._send_waiting(client)
-        return await future
 
     def _send_waiting(self, client: Any) -> None:
-        self._sending = None
-        if self._waiting:
+        if self._waiting and not self._busy:
             batch, self._waiting = self._waiting, []
-            self._sending = asyncio.get_running_loop().create_task(self._asend(client, batch))
-            self._sending.add_done_callback(lambda _: self._send_waiting(client))
+            self._busy = True
+            sending = asyncio.get_running_loop().create_task(self._asend(client, batch))
+            sending.add_done_callback(lambda _: self._sent(client))
+
+    def _sent(self, client: Any) -> None:
+        self._busy = False
+        self._send_waiting(client)
 
     @staticmethod
     async def _asend(client: Any, batch: list[tuple[str, int, asyncio.Future[int]]]) -> None:
         try:
-            async with client.pipeline(transaction=False) as pipe:
-                for key, period, _ in batch:
-                    pipe.set(key, 0, ex=period + _EXPIRATION_FUDGE, nx=True)
-                    pipe.incr(key)
-                replies = await pipe.execute()
-            for (_, _, future), count in zip(batch, replies[1::2], strict=True):
+            counts = await _apipeline(client, [(key, period) for key, period, _ in batch])
+            for (_, _, future), count in zip(batch, counts, strict=True):
                 if not future.done():  # its request may have gone (the client disconnected)
-                    future.set_result(int(count))
+                    future.set_result(count)
         except Exception as exc:  # Redis is down: every request of the batch answers 503
             for _, _, future in batch:
                 if not future.done():
@@ -105,6 +111,16 @@ class _RedisCounts:
         finally:  # cancelled (the loop is closing): no request waits forever
             for _, _, future in batch:
                 future.cancel()
+
+
+async def _apipeline(client: Any, counts: list[tuple[str, int]]) -> list[int]:
+    """Each window opened if absent (with its expiry), then counted on: one round trip."""
+    async with client.pipeline(transaction=False) as pipe:
+        for key, period in counts:
+            pipe.set(key, 0, ex=period + _EXPIRATION_FUDGE, nx=True)
+            pipe.incr(key)
+        replies = await pipe.execute()
+    return [int(count) for count in replies[1::2]]
 
 
 # Per client, and so per event loop (shared_caches gives each loop its own client).
