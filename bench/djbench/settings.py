@@ -49,7 +49,8 @@ if os.environ.get("BENCH_DB", "sqlite") == "postgres":
             # server with its prepared statements (no transaction-mode pooler in between here). The
             # bench's tables live in their own schema.
             "OPTIONS": {
-                "pool": True,
+                "pool": {"timeout": 5, "reconnect_timeout": 5},  # as check W011 and docs/deployment.md advise
+                "connect_timeout": 3,
                 "server_side_binding": True,
                 "prepare_threshold": 5,
                 "options": "-c search_path=bench",
