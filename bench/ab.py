@@ -59,7 +59,7 @@ def main() -> None:
     try:
         rps = scenarios.interleaved_rounds(runner, sides, args.scenario, concurrencies, args.rounds, args.seconds)
     finally:
-        runner.loadgen.stop()
+        scenarios.stop_helpers(runner)
     print(f"\n{args.target} {args.scenario}: now (working tree) against {args.base}, medians of {args.rounds} rounds")
     for concurrency in concurrencies:
         base, now = (statistics.median(rps[(side, concurrency)]) for side in ("base", "now"))

@@ -51,9 +51,7 @@ def main() -> None:
     try:
         rps = scenarios.interleaved_rounds(runner, sides, args.scenario, concurrencies, args.rounds, args.seconds)
     finally:
-        runner.loadgen.stop()
-        if runner.otlp is not None:
-            runner.otlp.terminate()
+        scenarios.stop_helpers(runner)
     print(f"\n{args.scenario}: medians of {args.rounds} rounds, each as a ratio of the plain PostgreSQL target")
     for concurrency in concurrencies:
         base = statistics.median(rps[("plain", concurrency)])

@@ -183,6 +183,14 @@ def scenario_requests(
     }[scenario]
 
 
+def stop_helpers(runner: bench.Bench) -> None:
+    """Stop the load generator, and the OTLP receiver a deployed target started."""
+    runner.loadgen.stop()
+    if runner.otlp is not None:
+        runner.otlp.terminate()
+        runner.otlp.wait(10)
+
+
 def interleaved_rounds(
     runner: bench.Bench,
     sides: dict[str, tuple[bench.Target, Path]],
@@ -289,7 +297,7 @@ def main() -> None:
         print(f"\nraw stacks: {raw}")
     finally:
         server.stop()
-        runner.loadgen.stop()
+        stop_helpers(runner)
 
 
 if __name__ == "__main__":
