@@ -56,10 +56,7 @@ def main() -> None:
         raise SystemExit("--target must name a django_mcp target: the floor and django-mcpz do not change")
     runner = scenarios.scratch_runner("ab", target)
     sides = {"base": (target, base_source(args.base, bench.WORK)), "now": (target, runner.src)}
-    try:
-        rps = scenarios.interleaved_rounds(runner, sides, args.scenario, concurrencies, args.rounds, args.seconds)
-    finally:
-        scenarios.stop_helpers(runner)
+    rps = scenarios.interleaved_rounds(runner, sides, args.scenario, concurrencies, args.rounds, args.seconds)
     print(f"\n{args.target} {args.scenario}: now (working tree) against {args.base}, medians of {args.rounds} rounds")
     for concurrency in concurrencies:
         base, now = (statistics.median(rps[(side, concurrency)]) for side in ("base", "now"))

@@ -48,10 +48,7 @@ def main() -> None:
         if target.auth:
             runner.tokens[target.name] = runner.tokens[deployed.name]
     sides = {name: (target, runner.src) for name, target in variants.items()}
-    try:
-        rps = scenarios.interleaved_rounds(runner, sides, args.scenario, concurrencies, args.rounds, args.seconds)
-    finally:
-        scenarios.stop_helpers(runner)
+    rps = scenarios.interleaved_rounds(runner, sides, args.scenario, concurrencies, args.rounds, args.seconds)
     print(f"\n{args.scenario}: medians of {args.rounds} rounds, each as a ratio of the plain PostgreSQL target")
     for concurrency in concurrencies:
         base = statistics.median(rps[("plain", concurrency)])

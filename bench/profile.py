@@ -200,22 +200,26 @@ def interleaved_rounds(
     seconds: float,
 ) -> dict[tuple[str, int], list[float]]:
     """The req/s of each side (a target served from a source tree) per concurrency, in interleaved rounds,
-    a fresh server for each side in each round (``bench/ab.py``, ``bench/ablate.py``)."""
+    a fresh server for each side in each round (``bench/ab.py``, ``bench/ablate.py``); the runner's helpers
+    are stopped at the end."""
     rps: dict[tuple[str, int], list[float]] = {}
-    for round_no in range(1, rounds + 1):
-        for side, (target, src) in sides.items():
-            runner.src = src
-            server = runner.start(target)
-            try:
-                requests, expect = scenario_requests(runner, target, server, scenario)
-                for concurrency in concurrencies:
-                    result = runner.closed_loop(server, requests, expect, concurrency, measure_s=seconds)
-                    if result.get("errors"):
-                        raise SystemExit(f"{side} c={concurrency}: {result['errors']} errors")
-                    rps.setdefault((side, concurrency), []).append(result["rps"])
-                    print(f"round {round_no} {side:<24} c={concurrency:<3} {result['rps']:9.1f} req/s", flush=True)
-            finally:
-                server.stop()
+    try:
+        for round_no in range(1, rounds + 1):
+            for side, (target, src) in sides.items():
+                runner.src = src
+                server = runner.start(target)
+                try:
+                    requests, expect = scenario_requests(runner, target, server, scenario)
+                    for concurrency in concurrencies:
+                        result = runner.closed_loop(server, requests, expect, concurrency, measure_s=seconds)
+                        if result.get("errors"):
+                            raise SystemExit(f"{side} c={concurrency}: {result['errors']} errors")
+                        rps.setdefault((side, concurrency), []).append(result["rps"])
+                        print(f"round {round_no} {side:<24} c={concurrency:<3} {result['rps']:9.1f} req/s", flush=True)
+                finally:
+                    server.stop()
+    finally:
+        stop_helpers(runner)
     return rps
 
 
