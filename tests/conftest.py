@@ -7,6 +7,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
+from tests.task_servers import stop_all_tasks
 from tests.toolapp.tools import EVENTS
 
 
@@ -51,8 +52,6 @@ async def _close_thread_connections():
 async def _stop_tasks(_close_thread_connections):
     """Every task body a test started stops before the next test (and before its connections close)."""
     yield
-    from tests.task_servers import stop_all_tasks
-
     await stop_all_tasks()
 
 
