@@ -10,10 +10,11 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar, cast
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
@@ -30,15 +31,21 @@ from .shared_caches import shared_cache
 from .tasks.conf import get_tasks_settings
 from .tasks.models import ACTIVE, TERMINAL, Task, TaskStatus
 from .tasks.monitoring import MONITOR_GROUP, VIEWERS_KEY, feed
-from .tasks.store.monitor import Minute, servers, snapshot
+from .tasks.store.monitor import Minute, Snapshot, servers, snapshot
 
 WINDOW = timedelta(hours=1)
 KEEPALIVE_SECONDS = 10.0
 """A live monitor's stream writes a comment this often when nothing changed, and marks itself open again."""
 OPEN_MARK_SECONDS = 30.0
 """How long an open monitor's mark holds without being renewed (a stream that died stops renewing it)."""
+SHARED_KEY = "django_mcp:monitor:shared"
+FRESH_SECONDS = 2.0
+"""Every viewer of a monitor gets the same figures for this long: the database is read once for them all."""
+HELD_SECONDS = 120.0
+"""How long the shared cache holds figures past their freshness, for viewers while one reads them again."""
 CHART_HEIGHT = 80
 BAR_WIDTH = 8
+T = TypeVar("T")
 
 
 class TaskMonitor(Task):
@@ -103,16 +110,56 @@ def audit_figures(since: datetime, scope: str | None) -> dict[str, Any]:
     }
 
 
-def monitor_context(request: HttpRequest) -> dict[str, Any]:
-    """What the monitor page shows: every server's figures, or ``?server=``'s."""
-    known = servers()
-    chosen = request.GET.get("server")
-    scope = chosen if chosen in known else None
+@dataclass(frozen=True)
+class Figures:
+    """What every viewer of one server's monitor (or of all servers') sees alike."""
+
+    snapshot: Snapshot
+    audit: dict[str, Any] | None
+
+
+def read_figures(scope: str | None) -> Figures:
+    """The monitor's figures, read from the database now."""
     now = timezone.now()
     tasks_settings = get_tasks_settings()
     figures = snapshot(
-        now, WINDOW, scope, tasks_settings.TASK_QUEUED_TIMEOUT_SECONDS, tasks_settings.TASK_INPUT_WAIT_SECONDS
+        now,
+        WINDOW,
+        scope,
+        tasks_settings.TASK_QUEUED_TIMEOUT_SECONDS,
+        tasks_settings.TASK_INPUT_WAIT_SECONDS,
+        tasks_settings.TASK_LEASE_SECONDS,
     )
+    return Figures(figures, audit_figures(now - WINDOW, scope) if get_settings().AUDIT else None)
+
+
+def shared(name: str, read: Callable[[], T]) -> T:
+    """``read()``'s value, shared by every viewer through the shared cache: read at most once per
+    :data:`FRESH_SECONDS` whoever looks, however many look. When it is older, one viewer reads it again
+    (it takes a short lock) while the others get the held one meanwhile."""
+    cache = shared_cache(get_settings().SESSION_CACHE)
+    key = f"{SHARED_KEY}:{name}"
+    try:
+        held = cache.get(key)
+        fresh = held is not None and 0 <= time.time() - held[0] < FRESH_SECONDS  # a clock behind another's: stale
+        if held is not None and (fresh or not cache.add(f"{key}:reading", 1, 10)):
+            return cast(T, held[1])
+    except Exception:  # a monitor is best-effort: the cache's failures are the sign-in's to report
+        return read()
+    value = read()
+    with contextlib.suppress(Exception):
+        cache.set(key, (time.time(), value), HELD_SECONDS)
+        cache.delete(f"{key}:reading")
+    return value
+
+
+def monitor_context(request: HttpRequest) -> dict[str, Any]:
+    """What the monitor page shows: every server's figures, or ``?server=``'s."""
+    known = shared("servers", servers)
+    chosen = request.GET.get("server")
+    scope = chosen if chosen in known else None
+    every = shared(f"figures:{'*' if scope is None else scope}", partial(read_figures, scope))
+    figures = every.snapshot
     bars, peak = chart(figures.minutes)
     statuses = TaskStatus.choices
     return {
@@ -127,7 +174,7 @@ def monitor_context(request: HttpRequest) -> dict[str, Any]:
         "chart_height": CHART_HEIGHT,
         "bar_width": BAR_WIDTH - 1,
         "listen_streams": open_listen_streams(),
-        "audit": audit_figures(now - WINDOW, scope) if get_settings().AUDIT else None,
+        "audit": every.audit,
     }
 
 

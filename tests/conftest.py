@@ -33,6 +33,14 @@ def _clear_events():
 
 
 @pytest.fixture(autouse=True)
+def _monitor_figures_read_afresh(monkeypatch):
+    """Each test's monitor reads its own rows: never figures another test's page left in the shared cache."""
+    import django_mcp.monitor
+
+    monkeypatch.setattr(django_mcp.monitor, "FRESH_SECONDS", 0.0)
+
+
+@pytest.fixture(autouse=True)
 def _forget_verified_tokens():
     """Each test's tokens are its own: none remembered from another test's rows (token strings repeat)."""
     from django_mcp.auth import cache

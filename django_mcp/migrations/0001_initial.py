@@ -355,4 +355,53 @@ class Migration(migrations.Migration):
             },
             bases=("django_mcp.task",),
         ),
+        migrations.CreateModel(
+            name="Node",
+            fields=[
+                (
+                    "name",
+                    models.CharField(
+                        help_text="The node, as tasks it runs record it.",
+                        max_length=64,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                (
+                    "server",
+                    models.CharField(
+                        blank=True, default="", help_text="The server (its URL namespace).", max_length=255
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("web", "web server"), ("worker", "fleet worker")],
+                        default="web",
+                        help_text="A web server or a fleet worker.",
+                        max_length=16,
+                    ),
+                ),
+                ("host", models.CharField(help_text="The machine the process runs on.", max_length=255)),
+                ("pid", models.PositiveIntegerField(help_text="The process id on that machine.")),
+                (
+                    "command",
+                    models.CharField(blank=True, default="", help_text="What the process runs.", max_length=255),
+                ),
+                ("started_at", models.DateTimeField(help_text="When the process first wrote its row.")),
+                ("seen_at", models.DateTimeField(help_text="When the process last wrote its row.")),
+                ("running", models.PositiveIntegerField(default=0, help_text="Tasks it was running, as it last said.")),
+                (
+                    "listen_streams",
+                    models.PositiveIntegerField(
+                        default=0,
+                        help_text="Listen streams the process held open, as it last said (for all its servers).",
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["-seen_at"],
+                "indexes": [models.Index(fields=["seen_at"], name="django_mcp_node_seen")],
+            },
+        ),
     ]

@@ -25,7 +25,7 @@ from ..protocol.errors import internal_error
 from ..protocol.jsonrpc import RequestMeta
 from ..server.handlers import call_handler
 from .conf import get_tasks_settings
-from .models import ACTIVE, OwnerKind, Task, TaskStatus
+from .models import ACTIVE, NodeRole, OwnerKind, Task, TaskStatus
 from .notify import anotify_changed
 from .request import body_request
 from .store.errors import aretried_while_down
@@ -127,6 +127,7 @@ async def arun(task_id: str, namespace: str) -> str:
     """Claim the queued row, run the body under the runner, record the outcome. Returns what happened."""
     plugin = find_plugin(namespace)
     runner = plugin.runner
+    runner.role = NodeRole.WORKER
     settings = get_tasks_settings()
     await runner.acontrol_ready()  # listening before the row names this runner
     runner.expect(task_id)
@@ -134,6 +135,14 @@ async def arun(task_id: str, namespace: str) -> str:
         return await _aclaim_and_run(task_id, namespace, plugin, settings.TASK_LEASE_SECONDS)
     finally:
         runner.unexpect(task_id)  # a no-op once it started
+        await _arecord_seen(runner)  # the worker's "last seen": its maintenance runs only during a job
+
+
+async def _arecord_seen(runner: TaskRunner) -> None:
+    try:
+        await runner.arecord_node()
+    except Exception as exc:  # the monitor's figure only: never the job's outcome
+        logger.warning("Worker %s could not record itself for the task monitor: %s", runner.node, exc)
 
 
 async def _aclaim_and_run(task_id: str, namespace: str, plugin: RunsBodies, lease_seconds: float) -> str:

@@ -213,6 +213,43 @@ class Task(models.Model):
         return self.expires_at is not None and self.expires_at <= (now or timezone.now())
 
 
+class NodeRole(models.TextChoices):
+    WEB = "web", "web server"  # its maintenance writes its row all the time it serves
+    WORKER = "worker", "fleet worker"  # writes its row while it runs a job and when each ends
+
+
+class Node(models.Model):
+    """A process that runs tasks (``Task.node``): a web server process or a fleet worker, as it last said.
+
+    Each writes its row at every lease renewal interval while it runs and when a fleet job ends, so
+    the monitor can say which workers are alive and how many listen streams the whole service holds.
+    Rows not seen for a day are deleted by the next process that writes its own.
+    """
+
+    name = models.CharField(max_length=64, primary_key=True, help_text="The node, as tasks it runs record it.")
+    server = models.CharField(max_length=255, blank=True, default="", help_text="The server (its URL namespace).")
+    role = models.CharField(
+        max_length=16, choices=NodeRole.choices, default=NodeRole.WEB, help_text="A web server or a fleet worker."
+    )
+    host = models.CharField(max_length=255, help_text="The machine the process runs on.")
+    pid = models.PositiveIntegerField(help_text="The process id on that machine.")
+    command = models.CharField(max_length=255, blank=True, default="", help_text="What the process runs.")
+    started_at = models.DateTimeField(help_text="When the process first wrote its row.")
+    seen_at = models.DateTimeField(help_text="When the process last wrote its row.")
+    running = models.PositiveIntegerField(default=0, help_text="Tasks it was running, as it last said.")
+    listen_streams = models.PositiveIntegerField(
+        default=0, help_text="Listen streams the process held open, as it last said (for all its servers)."
+    )
+
+    class Meta:
+        app_label = "django_mcp"
+        ordering = ["-seen_at"]
+        indexes = [models.Index(fields=["seen_at"], name="django_mcp_node_seen")]
+
+    def __str__(self) -> str:
+        return f"{self.command or 'process'} {self.pid} on {self.host}"
+
+
 def creator_fields(caller: Caller) -> dict[str, Any]:
     """``user`` and ``owner_kind`` for a task created by ``caller``.
 

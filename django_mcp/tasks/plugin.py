@@ -146,6 +146,8 @@ class McpTasks(ExtensionPlugin):
 
     def install(self, namespace: str, tools: ToolRegistry) -> None:
         super().install(namespace, tools)
+        if self._runner is not None:
+            self._runner.server = namespace
         installed[namespace] = self  # for a fleet worker, which has a task's server name only
 
     @property
@@ -159,7 +161,7 @@ class McpTasks(ExtensionPlugin):
     def runner(self) -> TaskRunner:
         """The tasks this plugin runs in this process."""
         if self._runner is None:
-            self._runner = TaskRunner(self.store)
+            self._runner = TaskRunner(self.store, self.namespace)
         return self._runner
 
     # -- the extension interface -----------------------------------------------------

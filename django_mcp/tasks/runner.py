@@ -15,6 +15,9 @@ import contextlib
 import contextvars
 import json
 import logging
+import os
+import socket
+import sys
 import time
 import uuid
 from collections.abc import Mapping
@@ -23,16 +26,18 @@ from typing import Any
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.layers import get_channel_layer
 from django.db import InterfaceError, OperationalError, connections
+from django.utils import timezone
 
 from ..compat import request_thread_executors
 from ..protocol.errors import McpJsonRpcError, internal_error
 from ..server import telemetry
 from ..server.lifecycle import shutting_down
+from ..server.listen import open_listen_streams
 from ..server.results import call_tool_result, exception_result
 from ..server.tools.definition import Tool
 from .conf import get_tasks_settings
 from .context import Run, RunningTask, begin_run_within
-from .models import Task, TaskStatus
+from .models import NodeRole, Task, TaskStatus
 from .notify import anotify_changed
 from .store import TaskStore
 from .store.errors import aretried_while_down
@@ -66,13 +71,26 @@ CONTROL_REJOIN_SECONDS = 3600.0
 """How often a runner joins its control group again (channel layers expire group members, after a day by default)."""
 
 
+def _command() -> str:
+    """What this process runs, as a person would name it: ``daphne project.asgi:application``,
+    ``manage.py db_worker``, ``celery -A project worker``."""
+    program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    if program == "__main__.py":  # python -m celery
+        program = os.path.basename(os.path.dirname(sys.argv[0]))
+    return " ".join([program, *sys.argv[1:3]])[:255]
+
+
 class TaskRunner:
     """The tasks one plugin runs in this process, and the loop that keeps their rows honest."""
 
-    def __init__(self, store: TaskStore) -> None:
+    def __init__(self, store: TaskStore, server: str = "") -> None:
         self.store = store
+        self.server = server
+        """The server (URL namespace) whose tasks this runner runs."""
         self.node = uuid.uuid4().hex
-        """This runner, as recorded in the rows of the tasks it runs."""
+        """This runner, as recorded in the rows of the tasks it runs and in its :class:`~.models.Node` row."""
+        self.role = NodeRole.WEB
+        """What this process is to the monitor: a fleet worker's runner is told so by its first job."""
         self._running: dict[str, RunningTask] = {}
         self._supervisors: dict[str, asyncio.Task[None]] = {}
         self._maintenance: asyncio.Task[None] | None = None
@@ -283,6 +301,7 @@ class TaskRunner:
                 self.act_here(task_id, "cancel")
             for task_id in answered:
                 self.act_here(task_id, "input")
+        await self.arecord_node()
         await self.store.asweep_expired_batch()  # creation sweeps only at a cap: keep the table tidy here
         # Also this runner's own rows that it does not run: committed by a request that was cancelled
         # before it could start the task (their lease is never renewed).
@@ -293,6 +312,20 @@ class TaskRunner:
         if queued_timeout is not None:
             for stale in await self.store.afail_stale_queued(queued_timeout, never_started(queued_timeout)):
                 await anotify_changed(stale)
+
+    async def arecord_node(self) -> None:
+        """Write this runner's :class:`~.models.Node` row: the monitor's sign that this process is alive."""
+        await self.store.arecord_node(
+            self.node,
+            timezone.now(),
+            server=self.server,
+            role=self.role,
+            host=socket.gethostname()[:255],
+            pid=os.getpid(),
+            command=_command(),
+            running=len(self._running),
+            listen_streams=open_listen_streams(),
+        )
 
     async def astop(self, grace_seconds: float = 0) -> None:
         """Shutdown: signal every task of this runner, give them ``grace_seconds``, then fail what is left."""

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
+import time_machine
 from django.contrib.auth.models import Permission, User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+import django_mcp.monitor
+from django_mcp.conf import get_settings
 from django_mcp.monitor import chart
+from django_mcp.shared_caches import shared_cache
 from django_mcp.tasks.store.monitor import Minute, snapshot
 from tests.task_rows import make_task
 
@@ -176,3 +183,60 @@ def test_the_chart_scales_to_its_busiest_minute():
     assert bars[0].stack[1][1] == 0  # stacked to the top
     assert bars[1].created_height == 20 and bars[1].stack == []
     assert chart([Minute(now)])[1] == 1  # an idle hour: no division by zero
+
+
+def _read_tasks(queries: CaptureQueriesContext) -> bool:
+    return any(re.search(r"[\"`]django_mcp_task[\"`]", query["sql"]) for query in queries.captured_queries)
+
+
+@pytest.fixture
+def shared_for_a_minute(monkeypatch):
+    """Figures shared for 60 s, starting from none (other tests' pages leave theirs in the cache)."""
+    monkeypatch.setattr(django_mcp.monitor, "FRESH_SECONDS", 60.0)
+    names = ("servers", "servers:reading", "figures:*", "figures:*:reading")
+    shared_cache(get_settings().SESSION_CACHE).delete_many([f"{django_mcp.monitor.SHARED_KEY}:{n}" for n in names])
+
+
+@pytest.mark.usefixtures("shared_for_a_minute")
+def test_every_viewer_gets_the_figures_one_read(client, staff):
+    make_task(status="working", node="web-1", lease_expires_at=timezone.now() + timedelta(seconds=10))
+    staff("view_task")
+    with CaptureQueriesContext(connection) as first:
+        client.get(MONITOR)
+    make_task(status="input_required")
+    with CaptureQueriesContext(connection) as second:
+        page = client.get(MONITOR).content.decode()
+    assert _read_tasks(first) and not _read_tasks(second)
+    assert '<th>Input Required</th><td class="figure">0</td>' in page  # the first read's figures
+
+
+@pytest.mark.usefixtures("shared_for_a_minute")
+def test_figures_past_their_freshness_are_read_again_by_one_viewer_only(client, staff):
+    staff("view_task")
+    client.get(MONITOR)
+    make_task(status="input_required")
+    cache = shared_cache(get_settings().SESSION_CACHE)
+    with time_machine.travel(timezone.now() + timedelta(seconds=61)):
+        locks = [f"{django_mcp.monitor.SHARED_KEY}:{name}:reading" for name in ("servers", "figures:*")]
+        cache.set_many(dict.fromkeys(locks, 1), 10)  # another viewer reads them
+        with CaptureQueriesContext(connection) as waiting:
+            held = client.get(MONITOR).content.decode()
+        cache.delete_many(locks)
+        with CaptureQueriesContext(connection) as reading:
+            fresh = client.get(MONITOR).content.decode()
+    assert not _read_tasks(waiting) and '<th>Input Required</th><td class="figure">0</td>' in held
+    assert _read_tasks(reading) and '<th>Input Required</th><td class="figure">1</td>' in fresh
+
+
+def test_without_the_shared_cache_each_viewer_reads_the_figures(client, staff, monkeypatch):
+    class Down:
+        def get(self, *args, **kwargs):
+            raise ConnectionError("cache down")
+
+        set = add = delete = get
+
+    monkeypatch.setattr(django_mcp.monitor, "shared_cache", lambda alias: Down())
+    make_task(status="input_required")
+    staff("view_task")
+    page = client.get(MONITOR)
+    assert page.status_code == 200 and '<th>Input Required</th><td class="figure">1</td>' in page.content.decode()

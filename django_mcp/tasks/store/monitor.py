@@ -16,7 +16,8 @@ from django.db.models import Count, Max, Q, QuerySet
 from django.db.models.functions import TruncMinute
 from django.utils import timezone
 
-from ..models import ACTIVE, TERMINAL, Task, TaskStatus
+from ..models import ACTIVE, TERMINAL, Node, NodeRole, Task, TaskStatus
+from .nodes import seen_since
 
 ROWS_LIMIT = 5000
 """At most this many finished tasks of the window feed the durations and the failure reasons."""
@@ -54,9 +55,15 @@ class Stalled:
 
 @dataclass(frozen=True)
 class Worker:
+    """A process that runs tasks: from its :class:`~..models.Node` row, the tasks it runs, or both."""
+
     node: str
     running: int
     lease_until: datetime | None
+    process: Node | None = None
+    silent: bool = False
+    """Not seen for a lease while it should have been: a web server (it writes all the time it serves),
+    or a worker that said it was running tasks."""
 
 
 @dataclass
@@ -73,6 +80,8 @@ class Snapshot:
     stalled: list[Stalled] = field(default_factory=list)
     queued: int = 0
     workers: list[Worker] = field(default_factory=list)
+    listen_streams: int | None = None
+    """Open listen streams of every process seen within a lease; None: no process wrote its row."""
 
 
 def servers() -> list[str]:
@@ -86,10 +95,16 @@ def _day_ago() -> datetime:
 
 
 def snapshot(
-    now: datetime, window: timedelta, scope: str | None, queued_timeout: float | None, input_wait: float | None = None
+    now: datetime,
+    window: timedelta,
+    scope: str | None,
+    queued_timeout: float | None,
+    input_wait: float | None = None,
+    lease_seconds: float = 15.0,
 ) -> Snapshot:
     """The figures of :class:`Snapshot`; ``scope`` None: every server. ``queued_timeout`` and ``input_wait``
-    (seconds, None: never) say when a fleet task waiting for a worker and a task waiting for an answer stall."""
+    (seconds, None: never) say when a fleet task waiting for a worker and a task waiting for an answer stall;
+    a process not seen for ``lease_seconds`` is silent (as a lease lapses)."""
     tasks: QuerySet[Task] = Task.objects.all() if scope is None else Task.objects.filter(scope=scope)
     since = now - window
     active = tasks.filter(status__in=ACTIVE)
@@ -106,9 +121,29 @@ def snapshot(
     figures.failures = _failures([task for task in finished if task.status == TaskStatus.FAILED])
     figures.stalled = _stalled(active, now, queued_timeout, input_wait)
     figures.queued = active.filter(node="").exclude(backend="").count()
-    workers = active.exclude(node="").values("node").annotate(n=Count("id"), until=Max("lease_expires_at"))
-    figures.workers = [Worker(row["node"], row["n"], row["until"]) for row in workers.order_by("node")]
+    running = active.exclude(node="").values("node").annotate(n=Count("id"), until=Max("lease_expires_at"))
+    leases = {row["node"]: (row["n"], row["until"]) for row in running.order_by("node")}
+    seen = seen_since(since, scope)
+    figures.workers = _workers(leases, seen, now - timedelta(seconds=lease_seconds))
+    figures.listen_streams = _listen_streams(seen, now - timedelta(seconds=lease_seconds))
     return figures
+
+
+def _workers(leases: dict[str, tuple[int, datetime | None]], seen: list[Node], alive_since: datetime) -> list[Worker]:
+    """The processes seen in the window (most recently seen first), then those running tasks unseen."""
+    workers = []
+    for node in seen:
+        running, until = leases.pop(node.name, (0, None))
+        stale = node.seen_at < alive_since
+        silent = stale and (node.role == NodeRole.WEB or running > 0 or node.running > 0)
+        workers.append(Worker(node.name, running, until, node, silent))
+    return workers + [Worker(name, n, until) for name, (n, until) in leases.items()]
+
+
+def _listen_streams(seen: list[Node], alive_since: datetime) -> int | None:
+    """Every live process's open listen streams, once per process (its servers each write a row)."""
+    per_process = {(node.host, node.pid): node.listen_streams for node in seen if node.seen_at >= alive_since}
+    return sum(per_process.values()) if seen else None
 
 
 def _minutes(tasks: QuerySet[Task], ended: QuerySet[Task], since: datetime, now: datetime) -> list[Minute]:

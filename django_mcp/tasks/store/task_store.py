@@ -18,7 +18,7 @@ from typing import Any, ParamSpec, TypeVar
 from django.db import DatabaseError, InterfaceError, OperationalError, close_old_connections, connections
 
 from ..models import Task
-from . import caps, loop_postgres, loop_sqlite, operations
+from . import caps, loop_postgres, loop_sqlite, nodes, operations
 from .database import fast_paths, parse_id, tasks_database
 from .errors import KnownOutage, tables_missing, unmigrated
 from .prepared import USE_STORE
@@ -203,6 +203,10 @@ class TaskStore:
     async def asweep_expired_batch(self, now: datetime | None = None, scope: str | None = None) -> int:
         """:func:`~.caps.sweep_expired_batch`."""
         return await self._arun(True, caps.sweep_expired_batch, now, scope)
+
+    async def arecord_node(self, name: str, now: datetime, **said: Any) -> None:
+        """:func:`~.nodes.record_node`."""
+        await self._arun(True, nodes.record_node, name, now, **said)
 
     def close(self) -> None:
         """Stop the threads once their work is done."""
