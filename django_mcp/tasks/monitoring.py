@@ -58,6 +58,7 @@ class MonitorFeed:
         self._open_until = 0.0  # as the shared cache last said
         self._open_here_until = 0.0  # as this process's own monitors say, whatever the cache does
         self._checked_at = float("-inf")
+        self._reading: asyncio.Future[None] | None = None
         self._batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, dict[str, Any]]] = (
             weakref.WeakKeyDictionary()
         )
@@ -68,12 +69,20 @@ class MonitorFeed:
         now = time.monotonic()
         if now - self._checked_at >= CHECK_SECONDS:
             self._checked_at = now  # before the read: concurrent changes do not read it again meanwhile
-            try:
-                mark = await shared_cache(get_settings().SESSION_CACHE).aget(VIEWERS_KEY)
-            except Exception:  # a monitor is best-effort: the cache's failures are the sign-in's to report
-                mark = None
-            self._open_until = mark if isinstance(mark, int | float) else 0.0
+            self._reading = asyncio.ensure_future(self._aread_mark())
+        reading = self._reading
+        if reading is not None and not reading.done() and reading.get_loop() is asyncio.get_running_loop():
+            # Changes made while it is read wait for it too: a body that ends during its creation's
+            # read would otherwise go untold while the creation is told.
+            await asyncio.shield(reading)
         return time.time() < max(self._open_until, self._open_here_until)
+
+    async def _aread_mark(self) -> None:
+        try:
+            mark = await shared_cache(get_settings().SESSION_CACHE).aget(VIEWERS_KEY)
+        except Exception:  # a monitor is best-effort: the cache's failures are the sign-in's to report
+            mark = None
+        self._open_until = mark if isinstance(mark, int | float) else 0.0
 
     def opened(self, until: float) -> None:
         """A monitor in this process is open until ``until``: its changes go out at once, not after a read."""
@@ -83,6 +92,7 @@ class MonitorFeed:
         """Forget what was read and gathered (tests: a monitor of one must not leave the next one watched)."""
         self._open_until = self._open_here_until = 0.0
         self._checked_at = float("-inf")
+        self._reading = None
         self._batches.clear()
 
     async def aoffer(self, task: Task, deferred: set[str], *, created: bool = False) -> None:

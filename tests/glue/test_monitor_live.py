@@ -17,6 +17,7 @@ from django_mcp.shared_caches import shared_cache
 from django_mcp.tasks.monitoring import VIEWERS_KEY, MonitorFeed, feed, monitor_fields
 from django_mcp.testing import McpClient
 from tests.task_rows import make_task
+from tests.waiting import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -162,3 +163,33 @@ async def test_a_change_is_described_from_the_loaded_fields_only():
     }
     full = monitor_fields(task, set())
     assert full["statusMessage"] == "half way" and full["server"] == "a" and full["tool"] == "slow"
+
+
+async def test_a_change_made_while_the_mark_is_read_is_told_too():
+    """Another process's monitor: a body that ends while its creation reads the mark is told as well."""
+    feed = MonitorFeed()
+    created, finished = await sync_to_async(make_task)(), await sync_to_async(make_task)()
+    release = asyncio.Event()
+    sent: list[Any] = []
+
+    class SlowCache:
+        async def aget(self, key: str) -> float:
+            await release.wait()
+            return float("inf")  # a monitor in another process is open
+
+    async def record(*args: Any) -> None:
+        sent.append(args)
+
+    with (
+        mock.patch("django_mcp.tasks.monitoring.shared_cache", lambda alias: SlowCache()),
+        mock.patch("django_mcp.tasks.monitoring.abroadcast", record),
+    ):
+        creation = asyncio.create_task(feed.aoffer(created, set(), created=True))
+        await asyncio.sleep(0)  # the creation reads the mark
+        ending = asyncio.create_task(feed.aoffer(finished, set()))
+        await asyncio.sleep(0)
+        release.set()
+        await asyncio.gather(creation, ending)
+        await until(lambda: sent, 5, "the batch")
+    [(_, changes)] = sent
+    assert {task["taskId"] for task in changes["params"]["tasks"]} == {str(created.id), str(finished.id)}
