@@ -6,6 +6,7 @@ Run by the harness in its venv with the same environment as the django_mcp serve
     python -m bench.seed reset --tasks 1000000 --sample 2000 --out ids.json
     python -m bench.seed redis-clean --url redis://127.0.0.1:6379/5 --prefix bench-abc
     python -m bench.seed pgstats --out stats.json
+    python -m bench.seed staff
 
 On PostgreSQL the rows are made by one ``INSERT ... SELECT FROM generate_series`` in the server
 (no rows cross the wire), in the ``bench`` schema of the database (``search_path``), so nothing
@@ -220,6 +221,7 @@ def main() -> None:
     r.add_argument("--out", required=True)
     sub.add_parser("pgstats").add_argument("--out", required=True)
     sub.add_parser("token").add_argument("--out", required=True)
+    sub.add_parser("staff")  # a superuser "bench" (password "bench"), for the task monitor's viewers
     c = sub.add_parser("redis-clean")
     c.add_argument("--url", required=True)
     c.add_argument("--prefix", required=True)
@@ -236,6 +238,11 @@ def main() -> None:
     if args.command == "token":
         with open(args.out, "w") as fh:
             json.dump(token(), fh)
+    if args.command == "staff":
+        from django.contrib.auth import get_user_model
+
+        if not get_user_model().objects.filter(username="bench").exists():
+            get_user_model().objects.create_superuser("bench", "bench@example.com", "bench")
     if args.command == "reset":
         result = reset(args.tasks, args.sample)
         with open(args.out, "w") as fh:

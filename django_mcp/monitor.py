@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -212,11 +211,17 @@ async def _aevents(layer: Any) -> AsyncIterator[str]:
                 marked = await _amark_open()
             if message is None:
                 yield ": keepalive\n\n"
-            elif isinstance(message.get("message"), dict):
-                yield f"data: {json.dumps(message['message'].get('params', {}))}\n\n"
+            elif isinstance(data := _event_data(message), str):
+                yield f"data: {data}\n\n"
     finally:
         with contextlib.suppress(Exception):
             await layer.group_discard(MONITOR_GROUP, channel)
+
+
+def _event_data(message: dict[str, Any]) -> Any:
+    notice = message.get("message")
+    params = notice.get("params") if isinstance(notice, dict) else None
+    return params.get("data") if isinstance(params, dict) else None
 
 
 async def _amark_open() -> float:

@@ -13,6 +13,8 @@ Not the test settings. Switched by environment variables set by ``bench/run.py``
   django-oauth-toolkit's access tokens as docs/sign-in.md sets it up, rate limits on (counted in the Redis
   cache), the audit log on, and the OpenTelemetry SDK exporting spans through a ``BatchSpanProcessor`` and
   metrics every 10 s over OTLP/HTTP to ``BENCH_OTLP`` (a receiver on 127.0.0.1)
+- ``BENCH_MONITOR=1``: the admin (sessions, messages, their middleware) at ``/admin/``, for the task monitor's
+  viewers of ``bench/monitor_viewers.py``
 - ``BENCH_DEPLOYED_OFF=auth,limits,audit,tracing,export``: the deployed shape with those parts off (``export``:
   spans made but exported nowhere), to tell what each part costs inside it (``bench/ablate.py``)
 """
@@ -103,6 +105,28 @@ if os.environ.get("BENCH_REDIS"):
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+MONITOR = os.environ.get("BENCH_MONITOR") == "1"
+if MONITOR:  # the admin and its task monitor (bench/monitor_viewers.py), for the pages' and streams' sessions
+    INSTALLED_APPS[:0] = ["django.contrib.admin", "django.contrib.sessions", "django.contrib.messages"]
+    MIDDLEWARE = [
+        "django.contrib.sessions.middleware.SessionMiddleware",
+        "django.contrib.auth.middleware.AuthenticationMiddleware",
+        "django.contrib.messages.middleware.MessageMiddleware",
+    ]
+    TEMPLATES = [
+        {
+            "BACKEND": "django.template.backends.django.DjangoTemplates",
+            "APP_DIRS": True,
+            "OPTIONS": {
+                "context_processors": [
+                    "django.template.context_processors.request",
+                    "django.contrib.auth.context_processors.auth",
+                    "django.contrib.messages.context_processors.messages",
+                ]
+            },
+        }
+    ]
 
 DEPLOYED = os.environ.get("BENCH_DEPLOYED") == "1"
 DEPLOYED_OFF = set(filter(None, os.environ.get("BENCH_DEPLOYED_OFF", "").split(",")))

@@ -2,12 +2,14 @@
 ``/floor/``: a bare async view answering fixed bytes.
 
 ``/bench/queries/``: how many SQL statements this process sent (only counted with ``BENCH_COUNT_QUERIES=1``).
+``/admin/``: with ``BENCH_MONITOR=1`` only.
 """
 
 from __future__ import annotations
 
 import os
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
@@ -59,3 +61,7 @@ urlpatterns = [
     path("floor/", floor),
     path("bench/queries/", queries),  # the SQL statements this process sent (BENCH_COUNT_QUERIES=1)
 ]
+if settings.MONITOR:  # bench/monitor_viewers.py
+    from django.contrib import admin
+
+    urlpatterns.append(path("admin/", admin.site.urls))

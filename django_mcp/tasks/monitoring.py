@@ -9,6 +9,7 @@ costs a clock read.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import weakref
 from typing import Any
@@ -23,6 +24,7 @@ from .wire import timestamp
 MONITOR_GROUP = "django_mcp.monitor"
 """The Channels group every open task monitor's stream is in."""
 MONITOR_METHOD = "notifications/monitor/tasks"
+"""A batch's message: its ``params`` hold ``data``, the server-sent event's data (``{"tasks": [...]}`` as JSON)."""
 VIEWERS_KEY = "django_mcp:monitor:open-until"
 """The shared cache's mark of an open monitor: until when (``time.time()``) one said it is open."""
 CHECK_SECONDS = 2.0
@@ -117,9 +119,10 @@ class MonitorFeed:
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
         batch = self._batches.pop(loop, None)
         if batch:
-            sending = loop.create_task(
-                abroadcast(MONITOR_GROUP, notification(MONITOR_METHOD, {"tasks": [*batch.values()]}))
-            )
+            # Encoded here, once: the layer copies a message for each viewer (the in-memory one deep-copies
+            # it), and each viewer's stream writes it as it is.
+            data = json.dumps({"tasks": [*batch.values()]}, separators=(",", ":"))
+            sending = loop.create_task(abroadcast(MONITOR_GROUP, notification(MONITOR_METHOD, {"data": data})))
             self._flushing.add(sending)
             sending.add_done_callback(self._flushing.discard)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from datetime import timedelta
 
 import pytest
@@ -11,6 +12,7 @@ from django.utils import timezone
 
 from django_mcp.tasks import fleet
 from django_mcp.tasks.models import Node
+from django_mcp.tasks.store import nodes
 from django_mcp.tasks.store.nodes import record_node
 from tests.fleet_calls import NAMESPACE, create
 from tests.fleetapp.servers import fleet_server
@@ -32,12 +34,19 @@ def test_a_row_is_written_once_and_then_brought_up_to_date():
     assert (node.running, node.listen_streams, node.command) == (0, 3, "daphne")
 
 
-def test_a_process_not_seen_for_a_day_is_forgotten_by_the_next_write():
+def test_a_process_not_seen_for_a_day_is_forgotten_by_the_next_write_a_minute_on(monkeypatch):
     now = timezone.now()
     record_node("gone", now - timedelta(days=1, seconds=1), **said())
     record_node("quiet", now - timedelta(hours=23), **said())
+    monkeypatch.setattr(nodes, "_pruned_at", float("-inf"))  # none pruned for a while
     record_node("here", now, **said())
     assert set(Node.objects.values_list("name", flat=True)) == {"quiet", "here"}
+    record_node("gone too", now - timedelta(days=2), **said())
+    record_node("here", now, **said())  # within the minute: not pruned again
+    assert Node.objects.filter(name="gone too").exists()
+    monkeypatch.setattr(nodes, "_pruned_at", time.monotonic() - 61)  # a minute on
+    record_node("here", now, **said())
+    assert not Node.objects.filter(name="gone too").exists()
 
 
 async def test_the_maintenance_writes_the_row_of_the_process_it_runs_in():
