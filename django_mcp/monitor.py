@@ -25,6 +25,7 @@ from django.utils import timezone
 from .audit import ToolCall
 from .conf import get_settings
 from .decorators import outside_atomic_requests
+from .pooled import give_back_pooled_connections
 from .server.listen import open_listen_streams
 from .shared_caches import shared_cache
 from .tasks.conf import get_tasks_settings
@@ -190,6 +191,9 @@ async def monitor_events(request: HttpRequest) -> HttpResponseBase:
     layer = get_channel_layer()
     if layer is None or isinstance(request, WSGIRequest):
         return HttpResponse(status=204)
+    # The stream uses no database: the pooled connection its session and permission took goes back now, not
+    # when it ends (kept for as long as a monitor stays open, ten monitors would hold a pool of ten).
+    await sync_to_async(give_back_pooled_connections)()
     response = StreamingHttpResponse(_aevents(layer), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: pass each event on as it comes

@@ -6,12 +6,14 @@ import logging
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from asgiref.sync import sync_to_async
 from django.conf import settings as django_settings
 from django.http import HttpRequest
 from django.http.request import HttpHeaders
 
 from ..compat import has_body_stream
 from ..conf import get_settings
+from ..pooled import give_back_pooled_connections
 from ..protocol.errors import INVALID_REQUEST, McpJsonRpcError
 from ..protocol.validation import Rejection
 
@@ -76,6 +78,10 @@ async def aresolve_user(request: HttpRequest) -> None:
     auser = getattr(request, "auser", None)
     if auser is not None:
         request.user = await auser()
+        if getattr(getattr(request, "session", None), "session_key", None) is not None:
+            # Its session was read in the request's thread, which may keep the pooled connection it took
+            # while the request waits on the store's threads (same pool) or holds a stream open.
+            await sync_to_async(give_back_pooled_connections)()
 
 
 def warn_wsgi_once() -> None:

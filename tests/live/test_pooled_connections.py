@@ -9,8 +9,11 @@ Runs on PostgreSQL (Django's pool); every process it starts is stopped by PID.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import re
 import secrets
+from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import httpx
@@ -26,7 +29,9 @@ pytestmark = [
 ]
 
 EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
-AT_ONCE = 24  # six times the pool's 4 connections
+POOL = 4  # connections: the pool's default size
+AT_ONCE = 6 * POOL
+MONITOR_EVENTS = "/admin/django_mcp/taskmonitor/events/"
 
 
 @pytest.fixture
@@ -76,4 +81,45 @@ async def test_signed_in_task_creations_beyond_the_pool_size_all_succeed(worker)
     statuses = [answer.status_code for answer in answers]
     assert statuses == [200] * AT_ONCE, [(a.status_code, a.text[:200]) for a in answers if a.status_code != 200]
     assert all(answer.json()["result"]["resultType"] == "task" for answer in answers)
+    assert "couldn't get a connection" not in worker.log()
+
+
+@contextlib.asynccontextmanager
+async def signed_in_browser(base: str) -> AsyncIterator[httpx.AsyncClient]:
+    """A staff member signed in through the admin's login form: a session cookie, read from the database."""
+    from django.contrib.auth.models import User
+
+    await sync_to_async(User.objects.create_superuser)("watcher", "w@example.com", "pw-for-watcher")
+    async with httpx.AsyncClient(base_url=base, follow_redirects=True, timeout=30) as browser:
+        login = await browser.get("/admin/login/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text)
+        assert token is not None
+        form = {"csrfmiddlewaretoken": token.group(1), "username": "watcher", "password": "pw-for-watcher"}
+        assert (await browser.post("/admin/login/?next=/admin/", data=form)).url.path == "/admin/"
+        yield browser
+
+
+async def test_open_task_monitors_hold_no_pooled_connection(worker):
+    """Each monitor's stream reads its session and permission in the database when it opens; a stream that
+    kept that connection for as long as it stays open would take the pool from everything else."""
+    async with signed_in_browser(worker.running.base) as browser, contextlib.AsyncExitStack() as monitors:
+        for _ in range(2 * POOL):
+            stream = await monitors.enter_async_context(browser.stream("GET", MONITOR_EVENTS))
+            assert stream.status_code == 200, (await stream.aread())[:300]
+            assert stream.headers["content-type"] == "text/event-stream"
+        body = request_body("tools/call", {"name": "quick", "arguments": {}}, capabilities=EXT)
+        answer = await browser.post("/mcp-tasks/", content=json.dumps(body), headers=headers_for(body))
+        assert answer.status_code == 200 and answer.json()["result"]["resultType"] == "task", answer.text[:300]
+    assert "couldn't get a connection" not in worker.log()
+
+
+async def test_task_creations_of_a_session_signed_in_client_beyond_the_pool_size_all_succeed(worker):
+    """A browser client's session cookie is read in each request's thread, before the request waits on the
+    tasks' store: the same pool, as with a bearer token."""
+    body = request_body("tools/call", {"name": "quick", "arguments": {}}, capabilities=EXT)
+    async with signed_in_browser(worker.running.base) as browser:
+        answers = await asyncio.gather(
+            *(browser.post("/mcp-tasks/", content=json.dumps(body), headers=headers_for(body)) for _ in range(AT_ONCE))
+        )
+    assert [a.status_code for a in answers] == [200] * AT_ONCE, [a.text[:200] for a in answers if a.status_code != 200]
     assert "couldn't get a connection" not in worker.log()
