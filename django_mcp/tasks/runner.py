@@ -301,7 +301,6 @@ class TaskRunner:
                 self.act_here(task_id, "cancel")
             for task_id in answered:
                 self.act_here(task_id, "input")
-        await self.arecord_node()
         await self.store.asweep_expired_batch()  # creation sweeps only at a cap: keep the table tidy here
         # Also this runner's own rows that it does not run: committed by a request that was cancelled
         # before it could start the task (their lease is never renewed).
@@ -312,6 +311,7 @@ class TaskRunner:
         if queued_timeout is not None:
             for stale in await self.store.afail_stale_queued(queued_timeout, never_started(queued_timeout)):
                 await anotify_changed(stale)
+        await self.arecord_node()  # last: the monitor's figure never holds up the upkeep above
 
     async def arecord_node(self) -> None:
         """Write this runner's :class:`~.models.Node` row: the monitor's sign that this process is alive."""
