@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from datetime import timedelta
 
@@ -89,3 +90,18 @@ async def test_a_worker_that_cannot_write_its_row_still_runs_its_job(async_clien
         assert await fleet.arun(handle["taskId"], NAMESPACE) == "completed"
     assert "could not record itself for the task monitor: database gone" in caplog.text
     assert not await Node.objects.filter(name=fleet_runner().node).aexists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["/srv/venv/lib/python3.12/site-packages/celery/__main__.py", "-A", "proj", "worker"], "celery -A proj"),
+        (["/srv/app/manage.py", "db_worker"], "manage.py db_worker"),
+        ([], "python"),
+    ],
+)
+async def test_the_row_names_what_the_process_runs(monkeypatch, argv, command):
+    monkeypatch.setattr(sys, "argv", argv)
+    runner = small_server.extension_plugins[0].runner
+    await runner.arecord_node()
+    assert (await Node.objects.aget(name=runner.node)).command == command
