@@ -297,3 +297,26 @@ async def test_a_count_whose_request_went_away_leaves_the_others_theirs(private_
         gone.cancel()
         assert sorted(await asyncio.gather(first, last)) == [1, 3]  # the gone request was counted, not answered
         await client.aclose()
+
+
+async def test_counts_of_a_batch_whose_sending_is_cancelled_do_not_wait_forever(monkeypatch):
+    """The loop closing cancels a batch's pipeline on its way: its requests end too (never a hung request)."""
+    import asyncio
+
+    from django_mcp.server import rates
+
+    async def never_answered(client, counts):
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(rates, "_apipeline", never_answered)
+    counts, client = rates._RedisCounts(), object()
+    first = asyncio.ensure_future(counts.count(client, "k", 60))
+    await asyncio.sleep(0)  # its own pipeline on its way
+    waiting = asyncio.ensure_future(counts.count(client, "k", 60))
+    await asyncio.sleep(0)  # waits for the next pipeline
+    first.cancel()  # its request went away: the waiting count goes out in a batch of its own
+    await asyncio.gather(first, return_exceptions=True)
+    [sending] = [task for task in asyncio.all_tasks() if task.get_coro().__qualname__ == "_RedisCounts._asend"]
+    sending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(waiting, 5)
