@@ -163,6 +163,54 @@ async def test_asking_the_client_with_a_real_request_and_a_posted_answer(async_c
     assert body["result"]["content"] == [{"type": "text", "text": "Hello Ada"}]
 
 
+async def _asked(async_client, session) -> tuple[asyncio.Future, str]:
+    """``greet_me`` called, and the id of the request it sent the client (once it is waiting)."""
+    from django_mcp.transport.asking import _pending
+
+    call = asyncio.ensure_future(rpc(async_client, session, "tools/call", {"name": "greet_me"}))
+    await until(lambda: _pending, 5, "the server's request to the client")
+    ((_, request_id),) = list(_pending)
+    return call, request_id
+
+
+async def test_a_client_that_refuses_the_request_fails_the_call_with_its_reason(async_client):
+    session, _ = await initialize(async_client)
+    call, request_id = await _asked(async_client, session)
+    refusal = {"jsonrpc": "2.0", "id": request_id, "error": {"code": -1, "message": "user closed the dialog"}}
+    assert (await post(async_client, refusal, session=session)).status_code == 202
+    status, body = await call
+    assert body["error"]["code"] == -32603
+    assert body["error"]["message"] == "The client refused elicitation/create: user closed the dialog"
+
+
+async def test_a_client_that_never_answers_fails_the_call_when_the_wait_ends(async_client, monkeypatch):
+    from django_mcp.transport import asking
+
+    monkeypatch.setattr(asking, "ASK_TIMEOUT_SECONDS", 0.2)
+    session, _ = await initialize(async_client)
+    status, body = await rpc(async_client, session, "tools/call", {"name": "greet_me"})
+    assert (body["error"]["code"], body["error"]["message"]) == (-32603, "The client did not answer in time")
+    assert not asking._pending  # nothing left waiting
+
+
+async def test_an_answer_posted_to_another_process_reaches_the_one_asking(async_client):
+    """The other process publishes it on the layer (as JSON text); what else comes on the group is passed over."""
+    from channels.layers import get_channel_layer
+
+    from django_mcp.transport import asking, sessions
+
+    session_id, _ = await initialize(async_client)
+    call, request_id = await _asked(async_client, session_id)
+    group = asking._reply_group(sessions.McpSession(session_id, owner="", protocol_version="", capabilities={}))
+    await get_channel_layer().group_send(group, {"type": "something.else", "id": request_id})
+    answer = {"jsonrpc": "2.0", "id": request_id, "result": {"action": "accept", "content": {"name": "Grace"}}}
+    await get_channel_layer().group_send(
+        group, {"type": asking.REPLY_TYPE, "id": request_id, "message": json.dumps(answer)}
+    )
+    status, body = await call
+    assert body["result"]["content"] == [{"type": "text", "text": "Hello Grace"}]
+
+
 @pytest.mark.parametrize(
     "session_headers, status",
     [
