@@ -687,7 +687,10 @@ async def test_a_failing_publish_hook_does_not_cost_the_publish(async_client, ca
     await stream.close()
 
 
-async def test_process_fanout_a_failing_layer_ends_the_groups_streams(async_client, process_fanout, fast_checks):
+@pytest.mark.parametrize(("mode", "said"), [("process", "redis went away"), ("stream", "the channel layer failed")])
+async def test_a_failing_layer_ends_the_groups_streams(async_client, settings, fast_checks, caplog, mode, said):
+    """With a reader per group (``process``) or per stream (``stream``, which logs it once)."""
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_FANOUT": mode}
     layer = get_channel_layer()
     broken = asyncio.Event()
 
@@ -702,7 +705,8 @@ async def test_process_fanout_a_failing_layer_ends_the_groups_streams(async_clie
         broken.set()
         ends = [await _until_end(stream) for stream in streams]
     for frames in ends:
-        assert _unavailable(frames[-1]) and "redis went away" in frames[-1]["error"]["message"], frames
+        assert _unavailable(frames[-1]) and said in frames[-1]["error"]["message"], frames
+    assert mode == "process" or "lost the channel layer; closing it: ConnectionError('redis went away')" in caplog.text
 
 
 @pytest.mark.parametrize("mode", ["stream", "process"])
