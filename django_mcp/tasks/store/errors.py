@@ -110,7 +110,7 @@ async def aretried_while_down(work: Callable[[], Awaitable[T]], retry_for: float
         try:
             return await work()
         except (OperationalError, InterfaceError) as exc:
-            limit = retry_for if lost_connection(exc) else min(retry_for or 60.0, 60.0)
+            limit = retry_for if lost_connection(exc) else 60.0 if retry_for is None else min(retry_for, 60.0)
             if limit is not None and loop.time() + delay > started + limit:
                 raise
             logger.warning("%s: database unavailable, retrying in %.1f s", what, delay)
