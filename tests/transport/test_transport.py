@@ -344,3 +344,19 @@ async def test_a_handshake_only_server_refuses_a_2026_request_and_follows_a_sett
     assert error["data"] == {"supported": ["2025-11-25"], "requested": "2026-07-28"}
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "PROTOCOL_VERSIONS": ["2026-07-28", "2025-11-25"]}
     assert (await call(async_client, "server/discover"))["result"]["resultType"] == "complete"
+
+
+async def test_a_handler_that_fails_unexpectedly_is_32603_internal_error_and_logged(async_client, monkeypatch, caplog):
+    """A bug in a method's handler never becomes a 500 or leaks its text: -32603 in band, the traceback logged."""
+    from django_mcp.server import dispatch
+
+    async def broken(*args, **kwargs):
+        raise RuntimeError("secret detail of a bug")
+
+    listed = dispatch.CORE_METHODS["tools/list"]
+    monkeypatch.setitem(
+        dispatch.CORE_METHODS, "tools/list", dispatch.CoreMethod(broken, listed.params_model, listed.capability)
+    )
+    answer = await call(async_client, "tools/list")
+    assert answer["error"] == {"code": -32603, "message": "Internal error"}
+    assert "Internal error serving tools/list" in caplog.text and "secret detail of a bug" in caplog.text
