@@ -3,6 +3,7 @@ shared revocation mark (``tests/live/test_revocation_everywhere.py`` runs two pr
 
 from __future__ import annotations
 
+from datetime import timedelta
 from unittest import mock
 
 import pytest
@@ -88,3 +89,45 @@ async def _revoked_elsewhere_async(row: PersonalToken, move_mark: bool = True) -
         await sync_to_async(_revoked_elsewhere)(row)
     else:
         await PersonalToken.objects.filter(pk=row.pk).aupdate(revoked_at=timezone.now())
+
+
+# -- what is remembered, and for how long -----------------------------------------------------------
+
+
+def _verified(expires_at=None):
+    from django_mcp.auth.tokens import VerifiedToken
+
+    return VerifiedToken(user=User(pk=7, username="ada"), scopes=frozenset(), audiences=None, expires_at=expires_at)
+
+
+def test_a_remembered_token_is_forgotten_once_its_time_is_up(monkeypatch):
+    now = [1000.0]
+    monkeypatch.setattr(cache.time, "monotonic", lambda: now[0])
+    cache.remember("k", _verified(), 10, cache.generation())
+    assert cache.recall("k") is not None
+    now[0] += 10
+    assert cache.recall("k") is None and "k" not in cache._remembered
+
+
+@pytest.mark.parametrize("use_tz", [True, False])
+def test_never_past_the_token_s_own_expiry(settings, use_tz):
+    settings.USE_TZ = use_tz
+    soon = timezone.now() + timedelta(seconds=2)  # naive, in the project's time zone, without USE_TZ
+    expiring = _verified(expires_at=soon)
+    cache.remember("soon", expiring, 3600, cache.generation())
+    until, _ = cache._remembered["soon"]
+    assert until - cache.time.monotonic() <= 2.5  # its expiry, not the hour asked
+    cache.remember("gone", _verified(expires_at=timezone.now() - timedelta(seconds=1)), 3600, 0)
+    assert cache.recall("gone") is None  # already expired: never remembered
+
+
+def test_a_mark_that_cannot_be_written_is_logged_and_the_revocation_stands(caplog):
+    class Down:
+        def set(self, *args, **kwargs):
+            raise ConnectionError("redis went away")
+
+    cache.remember("k", _verified(), 10, cache.generation())
+    with mock.patch.object(cache, "shared_cache", lambda alias: Down()):
+        cache._announce()
+    assert cache.recall("k") is None  # this process forgot at once
+    assert "The revocation mark could not be written: other processes forget the token late" in caplog.text
