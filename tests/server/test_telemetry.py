@@ -95,6 +95,25 @@ async def test_errors_set_error_type_and_the_status(async_client, otel):
     assert failed.attributes["error.type"] == "tool_error" and failed.status.status_code == trace.StatusCode.ERROR
 
 
+async def test_a_handlers_unexpected_failure_is_an_error_span_of_its_type(async_client, otel, monkeypatch):
+    from django_mcp.server import dispatch
+
+    async def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    listed = dispatch.CORE_METHODS["tools/list"]
+    monkeypatch.setitem(dispatch.CORE_METHODS, "tools/list", dispatch.CoreMethod(broken, listed.params_model, "tools"))
+    assert (await rpc(async_client, "tools/list", {}))["error"]["code"] == -32603
+    span = named(otel[0], "tools/list")
+    assert span.attributes["error.type"] == "RuntimeError" and span.status.status_code == trace.StatusCode.ERROR
+
+
+async def test_a_resource_read_names_its_uri(async_client, otel):
+    body = await rpc(async_client, "resources/read", {"uri": "test://readme"}, path="/mcp-content/")
+    assert "result" in body, body
+    assert named(otel[0], "resources/read").attributes["mcp.resource.uri"] == "test://readme"
+
+
 async def test_a_task_runs_in_a_span_linked_to_its_creation_and_cancelling_is_an_event(async_client, otel):
     spans, _ = otel
     handle = (await rpc(async_client, "tools/call", {"name": "slow", "arguments": {"seconds": 30}}))["result"]
