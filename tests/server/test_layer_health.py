@@ -15,7 +15,7 @@ async def test_a_replaced_layer_gets_a_new_watch():
     first, second = InMemoryChannelLayer(), InMemoryChannelLayer()
     old = LayerWatch.of(first)
     assert LayerWatch.of(first) is old and LayerWatch.current() is old
-    await old.aprobe()  # it listens on a channel of the first layer now
+    assert await old.aprobe()  # it listens on a channel of the first layer now
     new = LayerWatch.of(second)  # CHANNEL_LAYERS changed (a test, a reload): the old one is stopped
     assert new is not old and new.layer is second and LayerWatch.current() is new
-    await new.aprobe()  # the new layer answers its probe
+    assert await new.aprobe()  # the new layer answers its probe
