@@ -355,3 +355,22 @@ def test_giving_back_a_place_while_the_database_is_down_logs_and_does_not_mask_t
     with mock.patch("django.db.models.query.QuerySet.update", side_effect=OperationalError("down")):
         caps.give_back("give-back", "o")  # called while the insert's own error propagates
     assert "mcp_clear_tasks --recount" in caplog.text
+
+
+# -- a task that is not there (a bad id, finished or deleted meanwhile) --------------------------
+
+
+def test_operations_on_a_task_that_is_not_there_answer_none():
+    from django_mcp.tasks.store import operations
+    from tests.task_rows import OWNER, make_task
+
+    done = make_task(status="completed")
+    missing = "00000000-0000-4000-8000-000000000000"
+    for task_id in (str(done.id), missing):
+        assert operations.park(task_id, {"k": {"method": "elicitation/create", "params": {}}}) is None
+        assert operations.take_answers(task_id, ["k"]) is None
+    for task_id in ("not-a-task-id", missing):
+        assert operations.answer(task_id, OWNER, {"k": {}}) == (None, [])
+        assert operations.request_cancel(task_id, OWNER) is None
+    assert operations.fail_if_owner_gone(done, {"code": -32603, "message": "gone"}) is done  # finished: as is
+    assert Task.objects.get(pk=done.pk).status == "completed"
