@@ -105,3 +105,15 @@ async def test_the_row_names_what_the_process_runs(monkeypatch, argv, command):
     runner = small_server.extension_plugins[0].runner
     await runner.arecord_node()
     assert (await Node.objects.aget(name=runner.node)).command == command
+
+
+@pytest.mark.usefixtures("_marks")
+def test_the_job_runs_its_task_on_an_event_loop_of_its_own(async_client):
+    """What a worker process calls (``run_mcp_task``, sync): it claims, runs and records, then says so."""
+    from asgiref.sync import async_to_sync
+
+    from django_mcp.tasks.fleet import get_run_mcp_task
+
+    handle = async_to_sync(create)(async_client, "sleeper", {"seconds": 0.01})
+    assert get_run_mcp_task().func(handle["taskId"], NAMESPACE) == "completed"
+    assert Node.objects.get(name=fleet_runner().node).role == "worker"
