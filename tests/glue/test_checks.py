@@ -146,6 +146,25 @@ class CheckSettingsTestCase(SimpleTestCase):
         # Invalid settings: AUTH and ALLOWED_ORIGINS cannot be trusted, so only E002 is reported.
         assert ids(check_settings(None)) == ["django_mcp.E002"]
 
+    @override_settings(DJANGO_MCP={"PAGE_SIZE": 0}, DEBUG=False)
+    def test_e002_only_the_cache_checks_say_nothing_of_settings_they_cannot_read(self):
+        from django_mcp.checks import check_rate_limit_cache, check_session_cache, check_session_cache_size
+
+        assert ids(check_settings(None)) == ["django_mcp.E002"]
+        assert check_session_cache(None) == check_rate_limit_cache(None) == check_session_cache_size(None) == []
+
+    @override_settings(ROOT_URLCONF="tests.no_such_urlconf_for_django_mcp")
+    def test_a_urlconf_that_cannot_be_imported_builds_no_server(self):
+        from django.urls import clear_url_caches
+
+        from django_mcp.checks import built_servers
+
+        clear_url_caches()
+        try:
+            assert built_servers() == []  # Django's own URL checks say why
+        finally:
+            clear_url_caches()
+
     @override_settings(DJANGO_MCP={"AUTH": "no_such_module_for_django_mcp.Auth"})
     def test_e003_module_not_importable(self):
         messages = check_settings(None)
