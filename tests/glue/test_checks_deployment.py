@@ -44,6 +44,22 @@ class LeaseChecks(SimpleTestCase):
         assert ids(check_task_settings()) == ["django_mcp.E004"]
         assert check_settings() == []  # the core knows nothing of leases
 
+    @override_settings(DJANGO_MCP={"TASK_LEASE_SECONDS": "soon"})
+    def test_lease_settings_that_cannot_be_read_are_left_to_e002(self):
+        assert ids(check_settings()) == ["django_mcp.E002"]
+        assert check_task_settings() == [] and check_lease_outlasts_reconnection() == []
+
+    def test_e009_says_nothing_of_a_database_it_cannot_reach(self):
+        from unittest import mock
+
+        from django.db import DatabaseError
+
+        from django_mcp.tasks.checks import check_migrations_applied
+
+        unreachable = DatabaseError("could not connect to server")
+        with mock.patch("django_mcp.tasks.checks.MigrationExecutor", side_effect=unreachable):
+            assert check_migrations_applied(databases=["default"]) == []  # Django's own checks say so
+
     @override_settings(DJANGO_MCP={"TASK_LEASE_SECONDS": 10, "TASK_LEASE_RENEW_SECONDS": 3})
     def test_sane_lease(self):
         assert check_settings() == []
