@@ -327,3 +327,22 @@ async def test_both_eras_share_the_first_rungs_and_decode_the_body_once(async_cl
         assert (await modern_post(async_client, request_body("server/discover"))).status_code == 200
         await initialize(async_client)
     assert parse.call_count == 3  # discover, initialize, notifications/initialized: once each
+
+
+async def test_initialize_carries_the_servers_instructions(async_client):
+    _, result = await initialize(async_client, path="/mcp-dynamic/")
+    assert result["instructions"] == "Hello nobody"  # per request: no X-Tenant header
+
+
+async def test_initialize_sent_as_a_notification_is_accepted_and_opens_nothing(async_client):
+    notice = {"jsonrpc": "2.0", "method": "initialize", "params": initialize_body("2025-11-25", {}, "t")["params"]}
+    response = await post(async_client, notice)
+    assert response.status_code == 202 and "Mcp-Session-Id" not in response
+
+
+@pytest.mark.parametrize("method", ["resources/subscribe", "resources/unsubscribe"])
+async def test_a_subscription_to_a_uri_that_is_not_a_string_is_32602(async_client, method):
+    session, _ = await initialize(async_client, path="/mcp-content/")
+    status, body = await rpc(async_client, session, method, {"uri": 7}, path="/mcp-content/")
+    assert body["error"]["code"] == -32602
+    assert body["error"]["message"] == f"Invalid params for {method}: uri must be a string"
