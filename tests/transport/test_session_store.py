@@ -239,3 +239,32 @@ def test_w014_a_culling_cache_too_small_for_sessions_max(settings):
     settings.DEBUG = True
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     assert check_session_cache_size() == []
+
+
+@pytest.mark.parametrize("session_id", ["", "x" * 129])
+async def test_an_id_no_session_can_have_reads_as_unknown_without_the_store(session_id):
+    from django_mcp.transport import sessions
+
+    assert await sessions.aload(session_id, "owner") is None
+
+
+async def test_a_stored_value_that_is_not_a_session_reads_as_unknown():
+    from django_mcp.shared_caches import shared_cache
+    from django_mcp.transport import sessions
+
+    cache = shared_cache("default")
+    await cache.aset(sessions._PREFIX + "not-a-session", {"something": "else"}, 60)
+    await cache.aset(sessions._PREFIX + "not-a-dict", ["a", "list"], 60)
+    assert await sessions.aload("not-a-session", "owner") is None
+    assert await sessions.aload("not-a-dict", "owner") is None
+
+
+async def test_the_store_back_after_an_outage_is_logged_once(async_client, settings, caplog):
+    with override_settings(CACHES=DOWN):
+        settings.DJANGO_MCP = {**settings.DJANGO_MCP, "SESSION_CACHE": "down"}
+        assert (await post_from("10.0.0.1", initialize_body("2025-11-25", {}, "t"), "/mcp/")).status_code == 503
+    settings.DJANGO_MCP = {**settings.DJANGO_MCP, "SESSION_CACHE": "default"}
+    with caplog.at_level(logging.INFO, "django_mcp"):
+        await initialize(async_client)
+        await initialize(async_client)
+    assert caplog.text.count("Session store reachable again") == 1
