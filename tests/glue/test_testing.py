@@ -189,3 +189,31 @@ def test_the_sync_twin_reads_prompts_resources_and_sends_notifications():
         assert mcp.read_resource("test://readme")["contents"][0]["text"] == "Read me."
         mcp.notify("notifications/cancelled", {"requestId": 99})
         assert mcp.request("server/discover")["supportedVersions"]
+
+
+async def test_a_handshake_client_without_an_answer_refuses_the_servers_question():
+    """The server's request on the response stream is answered -32601, which fails the tool call."""
+    async with McpClient("/mcp", protocol_version="2025-11-25", capabilities={"elicitation": {}}) as mcp:
+        with pytest.raises(McpError) as refused:
+            await mcp.acall_tool("greet_me")  # connects on first use
+        assert refused.value.code == -32603
+        assert "This test client does not answer elicitation/create" in refused.value.message
+        assert await mcp.aconnect() == mcp.server_info  # once connected, connecting again sends nothing
+
+
+async def test_a_notification_the_server_refuses_raises_mcp_error():
+    mcp = McpClient("/mcp", headers={"Origin": "https://elsewhere.example"})  # a page of another site
+    with pytest.raises(McpError) as refused:
+        await mcp.anotify("notifications/roots/list_changed")
+    assert refused.value.http_status == 403
+
+
+async def test_a_logged_in_client_calls_as_its_user(async_client, django_user_model):
+    from asgiref.sync import sync_to_async
+
+    user = await sync_to_async(django_user_model.objects.create_user)("ada")
+    await async_client.aforce_login(user)
+    async with McpClient("/mcp-tasks/", client=async_client) as mcp:
+        handle = await mcp.acall_tool("slow", {"seconds": 30})
+        await mcp.arequest("tasks/cancel", {"taskId": handle["taskId"]})
+    assert (await Task.objects.aget(pk=handle["taskId"])).user_id == user.pk  # its session cookie went along
