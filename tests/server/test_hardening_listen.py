@@ -94,6 +94,22 @@ async def test_a_layer_that_fails_ends_every_open_stream_with_the_error(async_cl
     assert open_listen_streams() == 0
 
 
+@pytest.mark.parametrize(("failure", "said"), [("hangs", "did not answer within 0.3 s"), ("raises", "layer failed")])
+async def test_a_layer_that_cannot_subscribe_a_stream_refuses_it(async_client, fast_checks, caplog, failure, said):
+    layer = get_channel_layer()
+
+    async def hangs(*args: Any, **kwargs: Any) -> None:
+        await asyncio.Event().wait()
+
+    async def raises(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a bug in the layer")
+
+    with mock.patch.object(layer, "group_add", hangs if failure == "hangs" else raises):
+        frames = await _until_end(await listen(async_client, {"toolsListChanged": True}, id="s"))
+    assert _unavailable(frames[-1]) and frames[-1]["id"] == "s" and said in frames[-1]["error"]["message"], frames
+    assert "could not subscribe" in caplog.text
+
+
 async def test_a_probe_that_never_comes_back_ends_the_streams(async_client, fast_checks):
     stream = await listen(async_client, {"toolsListChanged": True})
     await stream.frame()
