@@ -13,7 +13,7 @@ import pytest
 import time_machine
 
 from django_mcp.models import Task
-from django_mcp.tasks import EXTENSION_ID, astart_task
+from django_mcp.tasks import EXTENSION_ID, McpTasks, astart_task
 from django_mcp.tasks.store.database import new_task_id
 from django_mcp.tasks.wire import timestamp
 from tests.task_calls import CLIENT, EXT, create, error_of, get, owner_key, rpc, wait_for
@@ -524,3 +524,23 @@ def test_wire_timestamps_are_utc_with_milliseconds(moment):
 def test_a_naive_wire_timestamp_is_read_in_the_projects_time_zone_as_django_reads_it(settings):
     settings.TIME_ZONE = "America/New_York"  # USE_TZ = False keeps naive datetimes in this zone
     assert timestamp(datetime(2026, 8, 1, 6, 30, 0, 123456)) == "2026-08-01T10:30:00.123Z"
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"max_tasks": 0}, "McpTasks(max_tasks=...) must be a positive integer"),
+        ({"max_tasks": True}, "McpTasks(max_tasks=...) must be a positive integer"),
+        ({"max_tasks_per_owner": 0}, "McpTasks(max_tasks_per_owner=...) must be a positive integer or None"),
+        ({"max_tasks_per_owner": 2.5}, "McpTasks(max_tasks_per_owner=...) must be a positive integer or None"),
+        ({"ttl_seconds": 0}, "McpTasks(ttl_seconds=...) must be a positive number of seconds or None"),
+        ({"ttl_seconds": "1h"}, "McpTasks(ttl_seconds=...) must be a positive number of seconds or None"),
+        ({"poll_interval_seconds": 0}, "McpTasks(poll_interval_seconds=...) must be a positive number of seconds"),
+    ],
+)
+def test_options_a_plugin_cannot_work_with_are_refused_when_it_is_made(options, said):
+    from django.core.exceptions import ImproperlyConfigured
+
+    with pytest.raises(ImproperlyConfigured) as refused:
+        McpTasks(**options)
+    assert str(refused.value) == said
