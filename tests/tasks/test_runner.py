@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -128,39 +127,36 @@ async def test_the_maintenance_loop_sweeps_expired_tasks_without_a_creation(asyn
 # -- the final write ------------------------------------------------------------------------------
 
 
-async def test_a_final_write_the_database_never_takes_is_left_to_the_lease(settings, monkeypatch, caplog):
+async def test_a_final_write_the_database_never_takes_is_left_to_the_lease(async_client, settings, monkeypatch, caplog):
     from django.db import OperationalError
 
-    from tests.task_rows import make_task
+    from tests.waiting import until
 
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_FINAL_WRITE_RETRY_SECONDS": 0}
-    runner = small_server.extension_plugins[0].runner
-    row = await sync_to_async(make_task)(node=runner.node)
+    store = small_server.extension_plugins[0].store
 
     async def down(*args: Any, **kwargs: Any) -> None:
         raise OperationalError("disk I/O error")  # not a lost connection: retried a minute at most, here 0 s
 
-    monkeypatch.setattr(runner.store, "afinish", down)
-    assert await runner._arecord(SimpleNamespace(id=str(row.id)), "completed", {}) is None
-    assert "ended completed but the database stayed unavailable; its lease will lapse" in caplog.text
+    monkeypatch.setattr(store, "afinish", down)
+    handle = await create(async_client, "quick", path="/mcp-small/")
+    said = "ended completed but the database stayed unavailable; its lease will lapse"
+    await until(lambda: said in caplog.text, 10, "the runner giving up on the final write")
     assert "retrying" not in caplog.text  # 0 s means no retry, whatever the error (it once meant a minute)
-    assert (await Task.objects.aget(pk=row.id)).status == "working"  # the lease's to settle
+    assert (await Task.objects.aget(pk=handle["taskId"])).status == "working"  # the lease's to settle
 
 
-async def test_an_outcome_the_database_refuses_fails_the_task_as_unstorable(monkeypatch, caplog):
-    from tests.task_rows import make_task
-
-    runner = small_server.extension_plugins[0].runner
-    row = await sync_to_async(make_task)(node=runner.node)
-    finish = runner.store.afinish
+async def test_an_outcome_the_database_refuses_fails_the_task_as_unstorable(async_client, monkeypatch, caplog):
+    store = small_server.extension_plugins[0].store
+    finish = store.afinish
 
     async def refuse_the_result(task_id: Any, status: str, **fields: Any) -> Any:
         if "result" in fields:
             raise ValueError("a value the column cannot hold")
         return await finish(task_id, status, **fields)
 
-    monkeypatch.setattr(runner.store, "afinish", refuse_the_result)
-    done = await runner._arecord(SimpleNamespace(id=str(row.id)), "completed", {"result": {"content": []}})
-    assert done is not None and done.status == "failed"
-    assert done.error["message"] == "Task result could not be stored"
+    monkeypatch.setattr(store, "afinish", refuse_the_result)
+    handle = await create(async_client, "quick", path="/mcp-small/")
+    done = await wait_for(async_client, handle["taskId"], "completed", "failed", path="/mcp-small/")
+    assert done["status"] == "failed" and done["statusMessage"] == "Task result could not be stored"
     assert "could not store its outcome" in caplog.text
