@@ -173,7 +173,9 @@ def monitor_context(request: HttpRequest) -> dict[str, Any]:
         "chart_width": len(bars) * BAR_WIDTH,
         "chart_height": CHART_HEIGHT,
         "bar_width": BAR_WIDTH - 1,
-        "listen_streams": open_listen_streams(),
+        # Every live process's, once any wrote its row; before that, this process's own.
+        "listen_streams_here": figures.listen_streams is None,
+        "listen_streams": open_listen_streams() if figures.listen_streams is None else figures.listen_streams,
         "audit": every.audit,
     }
 
