@@ -2,6 +2,7 @@
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from django_mcp.auth import authorization_server_settings
 from example_project.settings import _channel_layers, _databases
@@ -45,6 +46,16 @@ TEMPLATES = [
 ]
 ROOT_URLCONF = "tests.urls"
 ASGI_APPLICATION = "tests.asgi.application"
+
+# pytest-xdist runs the suite in worker processes side by side: each its own Redis database (of the 16),
+# so one worker's cache.clear() (a FLUSHDB) or layer traffic never reaches the other's. Set in the
+# environment (once: the server processes a worker's live tests start inherit it, and the marker).
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+if os.environ.get("REDIS_URL") and _XDIST_WORKER != "0" and "DJANGO_MCP_TEST_REDIS_MOVED" not in os.environ:
+    _redis = urlsplit(os.environ["REDIS_URL"])
+    _redis_db = (int(_redis.path.strip("/") or 0) + 8 * int(_XDIST_WORKER)) % 16
+    os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path=f"/{_redis_db}"))
+    os.environ["DJANGO_MCP_TEST_REDIS_MOVED"] = "1"
 
 DATABASES = _databases()
 # A file (not :memory:) test database, so server processes started by live tests share it.

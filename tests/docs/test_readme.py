@@ -331,7 +331,8 @@ def test_example_command_installs_the_runtime_only_and_shows_progress():
 def test_test_command_keeps_the_shape_ci_runs():
     command = _between("test-command")
     assert re.fullmatch(
-        r'python3 -m venv \.venv && \.venv/bin/pip install (-q )?-e "\.\[dev\]" && \.venv/bin/python -m pytest -q',
+        r'python3 -m venv \.venv && \.venv/bin/pip install (-q )?-e "\.\[dev\]" '
+        r"&& \.venv/bin/python -m pytest -q -n auto",
         command,
     ), command
 
