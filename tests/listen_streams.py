@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+from typing import Any
 
 from asgiref.testing import ApplicationCommunicator
 from django.core.asgi import get_asgi_application
@@ -57,3 +58,19 @@ class Stream:
 async def listen(client, notifications, *, id="L1", path="/mcp/", **meta_extra):
     body = request_body("subscriptions/listen", {"notifications": notifications}, id=id, **meta_extra)
     return await Stream.open(body, path)
+
+
+def deliveries(stream: Any) -> list[bool]:
+    """What ``stream.deliver`` answered to each layer message handed to it from now on (False: it fell behind).
+
+    A test waits on this list instead of sleeping while the stream's forwarder works through a flood.
+    """
+    answers: list[bool] = []
+    deliver = stream.deliver
+
+    def counted(message: dict[str, Any]) -> bool:
+        answers.append(deliver(message))
+        return answers[-1]
+
+    stream.deliver = counted
+    return answers

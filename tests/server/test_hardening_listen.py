@@ -28,7 +28,8 @@ from django_mcp.server import notify
 from django_mcp.server.listen import ListenStream, open_listen_streams
 from django_mcp.server.notify import MESSAGE_TYPE, abroadcast
 from django_mcp.server.outages import throttle
-from tests.listen_streams import Stream, listen
+from tests.listen_streams import Stream, deliveries, listen
+from tests.waiting import until
 from tests.wire import post, request_body
 
 SUB = "io.modelcontextprotocol/subscriptionId"
@@ -271,25 +272,24 @@ def test_the_repeat_filter_reports_how_many_it_held_back():
 
 async def test_an_open_listen_stream_holds_no_thread(async_client):
     """Django keeps a thread per request until its response ends; a listen stream gives its own back."""
-    await asyncio.sleep(0.2)
     before = threading.active_count()
     streams = [await listen(async_client, {"toolsListChanged": True}, id=i) for i in range(8)]
     for stream in streams:
         await stream.frame()
-    await asyncio.sleep(0.3)  # the executors' threads exit
-    held = threading.active_count() - before
+    # The requests' executor threads exit once each response has begun; 8 held would never come down.
+    await until(lambda: threading.active_count() - before <= 1, what="the open streams' threads to go")
     for stream in streams:
         await stream.close()
-    assert held <= 1, f"{held} threads for 8 open streams"
 
 
 async def test_streams_ending_at_once_start_a_bounded_number_of_threads(async_client, settings):
     """3,000 streams dropping at once started 2,834 threads: each request's end ran on a thread of its own."""
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_MAX_STREAMS_PER_PRINCIPAL": None}
+    opened_at = threading.active_count()
     streams = [await listen(async_client, {"toolsListChanged": True}, id=i) for i in range(60)]
     for stream in streams:
         await stream.frame()
-    await asyncio.sleep(0.3)
+    await until(lambda: threading.active_count() <= opened_at + 1, what="the opening requests' threads to go")
     before = threading.active_count()
     peak, sampling = [before], True
 
@@ -389,17 +389,17 @@ async def test_a_flood_of_list_changes_costs_one_write_and_never_overflows_the_q
     stream = ListenStream(
         "flood", {"toolsListChanged": True}, ["flood.group"], [], result_meta={}, keepalive_seconds=5, queue_size=2
     )
+    answers = deliveries(stream)
     events = stream.aevents()
-    assert b"acknowledged" in await anext(events)
+    assert b"acknowledged" in await anext(events)  # its group joined: what is sent now waits for the forwarder
     pending = asyncio.ensure_future(anext(events))  # starts the forwarder
-    await asyncio.sleep(0.01)
     layer = get_channel_layer()
     change = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
     for _ in range(50):  # nobody pulls meanwhile
         await layer.group_send("flood.group", {"type": "mcp.notification", "message": change})
     other = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}
     await layer.group_send("flood.group", {"type": "mcp.notification", "message": other})
-    await asyncio.sleep(0.05)
+    await until(lambda: len(answers) == 51, what="the flood handed to the stream")
     chunks = [await pending]
     while b"notifications/message" not in chunks[-1]:
         chunks.append(await asyncio.wait_for(anext(events), 1))

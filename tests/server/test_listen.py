@@ -8,8 +8,9 @@ from channels.layers import get_channel_layer
 
 from django_mcp import close_listen_streams, notify_resource_updated, registry
 from django_mcp.server.listen import open_listen_streams
-from tests.listen_streams import listen
+from tests.listen_streams import deliveries, listen
 from tests.servers import content_prompts, content_tools
+from tests.waiting import until
 from tests.wire import assert_wire, post, request_body
 
 SUB = "io.modelcontextprotocol/subscriptionId"
@@ -124,16 +125,16 @@ async def test_a_slow_client_is_closed_not_buffered():
     stream = ListenStream(
         "slow", {"toolsListChanged": True}, ["slow.group"], [], result_meta={}, keepalive_seconds=5, queue_size=2
     )
+    answers = deliveries(stream)
     events = stream.aevents()
-    assert b"acknowledged" in await anext(events)
+    assert b"acknowledged" in await anext(events)  # its group joined: what is sent now waits for the forwarder
     first = asyncio.ensure_future(anext(events))  # starts the forwarder, then waits for a message
-    await asyncio.sleep(0.01)
     layer = get_channel_layer()
     await layer.group_send("slow.group", {"type": "mcp.notification", "message": {"method": "a"}})
     assert b'"method":"a"' in await first
     for n in range(10):  # nobody pulls now: two fit, the third overflows
         await layer.group_send("slow.group", {"type": "mcp.notification", "message": {"method": f"m{n}"}})
-    await asyncio.sleep(0.05)
+    await until(lambda: False in answers, what="the stream to fall behind")
     rest = [chunk async for chunk in events]
     assert len(rest) <= 2  # at most what the queue holds, the close included: never all ten
     final = json.loads(rest[-1].decode().split("data: ", 1)[1])

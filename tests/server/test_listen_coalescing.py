@@ -9,6 +9,8 @@ from django_mcp.protocol.jsonrpc import notification
 from django_mcp.server.listen import ListenStream
 from django_mcp.server.listen.fanout import Fanout
 from django_mcp.server.notify import MESSAGE_TYPE
+from tests.listen_streams import deliveries
+from tests.waiting import until
 
 GROUP = "coalescing.group"
 
@@ -40,7 +42,6 @@ async def _stream(queue_size: int) -> tuple[ListenStream, object]:
 async def _next_write(events, before=None) -> bytes:
     """The stream's next write: ``before`` runs once the stream waits for its first notification."""
     pending = asyncio.ensure_future(anext(events))  # starts the forwarder
-    await asyncio.sleep(0.01)
     if before is not None:
         await before()
     return await asyncio.wait_for(pending, 2)
@@ -49,6 +50,7 @@ async def _next_write(events, before=None) -> bytes:
 async def test_a_client_behind_a_busy_task_gets_its_newest_state_and_stays_open():
     """Ten states of one task queued for a stream whose queue holds two: the newest takes the older's place."""
     stream, events = await _stream(queue_size=2)
+    answers = deliveries(stream)
 
     async def first() -> None:
         await _send(_state("t1", 0))
@@ -56,7 +58,7 @@ async def test_a_client_behind_a_busy_task_gets_its_newest_state_and_stays_open(
     assert [f["params"]["statusMessage"] for f in _frames(await _next_write(events, first))] == ["step 0"]
     for step in range(1, 11):  # nobody pulls meanwhile
         await _send(_state("t1", step))
-    await asyncio.sleep(0.05)
+    await until(lambda: len(answers) == 11, what="the ten states handed to the stream")
     frames = _frames(await _next_write(events))
     assert [f["params"]["statusMessage"] for f in frames] == ["step 10"]
     assert frames[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub"
@@ -68,6 +70,7 @@ async def test_a_client_behind_a_busy_task_gets_its_newest_state_and_stays_open(
 async def test_a_newer_state_goes_out_after_what_was_sent_before_it():
     """A superseded state is dropped, and its task's newest state keeps its place after a later notification."""
     stream, events = await _stream(queue_size=8)
+    answers = deliveries(stream)
 
     async def first() -> None:
         await _send(_state("t1", 1))
@@ -81,7 +84,7 @@ async def test_a_newer_state_goes_out_after_what_was_sent_before_it():
         _state("t1", 3),
     ):
         await _send(message)
-    await asyncio.sleep(0.05)
+    await until(lambda: len(answers) == 6, what="the five notifications handed to the stream")
     said = [
         (f["method"], f["params"].get("taskId"), f["params"].get("statusMessage") or f["params"].get("uri"))
         for f in _frames(await _next_write(events))
