@@ -6,9 +6,11 @@ import asyncio
 import json
 import logging
 import sqlite3
+import time
 import uuid
 from datetime import timedelta
 from io import StringIO
+from types import SimpleNamespace
 from unittest import mock
 
 import pytest
@@ -17,8 +19,10 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 
 from django_mcp.models import Task
+from django_mcp.tasks import runner as runner_module
 from django_mcp.tasks.context import RunningTask
 from django_mcp.tasks.runner import asend_control
+from django_mcp.tasks.store import errors
 from tests.task_calls import create, get, owner_key, rpc, wait_for
 from tests.task_servers import task_tools, tasks_server
 from tests.wire import post, request_body
@@ -347,6 +351,24 @@ def test_maintenance_takes_more_running_tasks_than_a_statement_takes_parameters(
 # -- a database outage longer than the lease: live tasks keep their outcome ---------------------------------
 
 
+class MonotonicClock:
+    """The monotonic clock of the runner and of the store's door, which a test moves on instead of waiting."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.ahead
+
+
+@pytest.fixture
+def clock(monkeypatch) -> MonotonicClock:
+    moved = MonotonicClock()
+    for module in (runner_module, errors):
+        monkeypatch.setattr(module, "time", SimpleNamespace(monotonic=moved.monotonic))
+    return moved
+
+
 @pytest.fixture
 def runner_after_an_outage(settings):
     """PLUGIN's runner as its maintenance leaves it when the database went away and came back just now."""
@@ -370,7 +392,7 @@ async def lapsed_task_of_another_process() -> Task:
     )
 
 
-async def test_a_lapsed_lease_is_not_reaped_right_after_an_outage(async_client, runner_after_an_outage):
+async def test_a_lapsed_lease_is_not_reaped_right_after_an_outage(async_client, clock, runner_after_an_outage):
     task = await lapsed_task_of_another_process()
     assert not runner_after_an_outage.may_reap()
     assert (await get(async_client, str(task.pk)))["result"]["status"] == "working"  # touched: not reaped
@@ -378,7 +400,7 @@ async def test_a_lapsed_lease_is_not_reaped_right_after_an_outage(async_client, 
     await task.arefresh_from_db()
     assert task.status == "working"
     # Its owner, alive, renews within a renew interval; one that does not is reaped a lease later.
-    await asyncio.sleep(0.7)
+    clock.ahead += 0.7
     assert runner_after_an_outage.may_reap()
     result = (await get(async_client, str(task.pk)))["result"]
     assert result["status"] == "failed" and result["error"]["message"].startswith("Task owner stopped")
@@ -568,7 +590,7 @@ def test_a_sqlite_lock_is_no_outage():
     assert not lost_connection(error)
 
 
-async def test_a_known_outage_fails_calls_at_once_and_probes_once_a_period():
+def test_a_known_outage_fails_calls_at_once_and_probes_once_a_period(clock):
     from django_mcp.tasks.store.errors import KnownOutage
 
     outage = KnownOutage(probe_seconds=0.2)
@@ -576,7 +598,7 @@ async def test_a_known_outage_fails_calls_at_once_and_probes_once_a_period():
     outage.failed(driver_error(None))
     with pytest.raises(OperationalError, match="unreachable a moment ago"):
         outage.admit()
-    await asyncio.sleep(0.25)
+    clock.ahead += 0.25
     outage.admit()  # the probe goes through ...
     with pytest.raises(OperationalError):
         outage.admit()  # ... and the others meanwhile fail at once
@@ -604,7 +626,7 @@ async def test_the_store_door_stops_calling_a_database_it_found_unreachable(monk
         store.close()
 
 
-async def test_a_lost_connection_seen_by_a_request_holds_off_reaping_too(async_client, settings):
+async def test_a_lost_connection_seen_by_a_request_holds_off_reaping_too(async_client, settings, clock):
     """Under WSGI no maintenance runs: what the store's door finds is the process's knowledge of an outage."""
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "TASK_LEASE_SECONDS": 0.6}
     runner, outage = PLUGIN.runner, PLUGIN.store.outage
@@ -615,7 +637,7 @@ async def test_a_lost_connection_seen_by_a_request_holds_off_reaping_too(async_c
         outage.succeeded()
         task = await lapsed_task_of_another_process()
         assert (await get(async_client, str(task.pk)))["result"]["status"] == "working"
-        await asyncio.sleep(0.7)
+        clock.ahead += 0.7
         assert (await get(async_client, str(task.pk)))["result"]["status"] == "failed"
     finally:
         runner._reachable_since, outage.last_lost = saved
