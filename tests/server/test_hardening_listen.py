@@ -29,7 +29,7 @@ from django_mcp.server.listen import ListenStream, open_listen_streams
 from django_mcp.server.notify import MESSAGE_TYPE, abroadcast
 from django_mcp.server.outages import throttle
 from tests.listen_streams import Stream, deliveries, listen
-from tests.waiting import until
+from tests.waiting import move_monotonic, until
 from tests.wire import post, request_body
 
 SUB = "io.modelcontextprotocol/subscriptionId"
@@ -642,10 +642,15 @@ async def test_process_fanout_a_final_message_waits_for_the_loops_earlier_messag
     await stream.close()
 
 
-async def test_process_fanout_gives_up_on_its_messages_that_never_come_back(async_client, process_fanout, fast_checks):
+async def test_process_fanout_gives_up_on_its_messages_that_never_come_back(
+    async_client, process_fanout, fast_checks, monkeypatch
+):
     """Its stream left while it was on its way: after the layer's timeout it holds nothing back."""
+    from django_mcp.server.listen import fanout
     from django_mcp.server.listen.fanout import Fanout
     from tests.servers import content_prompts, content_tools
+
+    clock = move_monotonic(monkeypatch, fanout)
 
     layer = get_channel_layer()
     leaving = await listen(async_client, {"toolsListChanged": True}, id="a", path="/mcp-content/")
@@ -664,7 +669,7 @@ async def test_process_fanout_gives_up_on_its_messages_that_never_come_back(asyn
         await lost
     lost_tags = set(hub._on_the_way)
     assert len(lost_tags) == 1  # nobody here reads it back
-    await asyncio.sleep(FAST["LISTEN_LAYER_TIMEOUT_SECONDS"] + 0.05)
+    clock.ahead += FAST["LISTEN_LAYER_TIMEOUT_SECONDS"] + 0.05
     # Any later publish lets it go (a server may never publish a final message).
     await abroadcast(content_prompts.channel_group, {"method": "notifications/test"})
     assert (await staying.frame(timeout=3))["method"] == "notifications/test"
@@ -728,12 +733,15 @@ async def test_a_failing_layer_ends_the_groups_streams(async_client, settings, f
 @pytest.mark.parametrize("mode", ["stream", "process"])
 async def test_the_get_stream_follows_its_sessions_subscriptions(async_client, settings, db, mode):
     from django_mcp import anotify_resource_updated
+    from django_mcp.server.listen.limits import open_streams
     from tests.session_calls import initialize, rpc
 
     settings.DJANGO_MCP = {**settings.DJANGO_MCP, "LISTEN_FANOUT": mode}
     session, _ = await initialize(async_client, path="/mcp-content/")
     stream = await _get_stream(session, path="/mcp-content/")
     assert await stream.frame(timeout=1) == ": open"  # the first bytes, at once (not at the first keepalive)
+    (get_stream,) = [s for s in open_streams if s.handshake]
+    joined_at_open = list(get_stream.joined)
     status, body = await rpc(
         async_client, session, "resources/subscribe", {"uri": "test://readme"}, path="/mcp-content/"
     )
@@ -754,7 +762,7 @@ async def test_the_get_stream_follows_its_sessions_subscriptions(async_client, s
         with contextlib.suppress(TimeoutError):
             await stream.frame(timeout=0.3)
     await rpc(async_client, session, "resources/unsubscribe", {"uri": "test://readme"}, path="/mcp-content/")
-    await asyncio.sleep(0.1)
+    await until(lambda: get_stream.joined == joined_at_open, what="the GET stream to leave the resource's group")
     await anotify_resource_updated("test://readme")
     with pytest.raises(TimeoutError):
         await stream.frame(timeout=0.3)

@@ -6,11 +6,9 @@ import asyncio
 import json
 import logging
 import sqlite3
-import time
 import uuid
 from datetime import timedelta
 from io import StringIO
-from types import SimpleNamespace
 from unittest import mock
 
 import pytest
@@ -25,6 +23,7 @@ from django_mcp.tasks.runner import asend_control
 from django_mcp.tasks.store import errors
 from tests.task_calls import create, get, owner_key, rpc, wait_for
 from tests.task_servers import task_tools, tasks_server
+from tests.waiting import MonotonicClock, move_monotonic
 from tests.wire import post, request_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -351,22 +350,9 @@ def test_maintenance_takes_more_running_tasks_than_a_statement_takes_parameters(
 # -- a database outage longer than the lease: live tasks keep their outcome ---------------------------------
 
 
-class MonotonicClock:
-    """The monotonic clock of the runner and of the store's door, which a test moves on instead of waiting."""
-
-    def __init__(self) -> None:
-        self.ahead = 0.0
-
-    def monotonic(self) -> float:
-        return time.monotonic() + self.ahead
-
-
 @pytest.fixture
 def clock(monkeypatch) -> MonotonicClock:
-    moved = MonotonicClock()
-    for module in (runner_module, errors):
-        monkeypatch.setattr(module, "time", SimpleNamespace(monotonic=moved.monotonic))
-    return moved
+    return move_monotonic(monkeypatch, runner_module, errors)
 
 
 @pytest.fixture
