@@ -243,17 +243,15 @@ async def test_a_dead_owner_is_found_without_a_reader_and_pushed():
 
 
 @pytest.mark.parametrize(("tool", "closes"), [("quick", 0), ("sync_starts_a_task", 1)])
-async def test_only_a_run_that_used_its_thread_closes_connections_there(async_client, tool, closes):
+async def test_only_a_run_that_used_its_thread_closes_connections_there(async_client, monkeypatch, tool, closes):
     # An async body that never touched the ORM has no thread: closing "its" connections would start
     # a thread (and a joiner) per task for nothing. A plain def body ran in one and must close there.
+    supervisors = []
+    start = PLUGIN.runner.start
+    monkeypatch.setattr(PLUGIN.runner, "start", lambda *args: supervisors.append(start(*args)) or supervisors[-1])
     with mock.patch("django_mcp.tasks.runner.connections.close_all") as close_all:
-        task_id = (await create(async_client, tool))["taskId"]
-        await wait_for(async_client, task_id, "completed")
-        for _ in range(50):  # the supervisor's finally runs just after the row is final
-            if close_all.call_count >= closes:
-                break
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.05)
+        await create(async_client, tool)
+        await asyncio.wait_for(supervisors[0], 10)  # the run, its outcome, then its thread's connections
     assert close_all.call_count == closes
 
 

@@ -367,14 +367,16 @@ async def test_a_read_in_flight_when_its_loop_shuts_down_ends_then_closes_the_co
 def test_a_loop_ending_while_a_connection_opens_ends_and_leaves_no_task():
     """psycopg_pool's worker swallows the cancellation of its connection attempt; the loop still ends."""
     never = asyncio.Event()
+    connecting = []
 
     async def hanging_connect(*args, **kwargs):
+        connecting.append(True)
         await never.wait()  # a database that never answers
 
     async def main() -> loop_postgres._LoopPools:
         for _ in range(2):
             assert await read_visible(str(uuid.uuid4()), OWNER) is USE_STORE
-        await asyncio.sleep(0.05)  # the pool's worker is connecting
+        await until(lambda: connecting, what="the pool's worker to connect")
         return loop_postgres._loops[asyncio.get_running_loop()]
 
     with mock.patch("psycopg.AsyncConnection.connect", side_effect=hanging_connect):
@@ -402,7 +404,7 @@ async def test_a_connection_that_opens_after_its_loop_shut_down_is_closed():
         loop_pools = loop_postgres._loops[asyncio.get_running_loop()]
         (held,) = loop_pools.pools.values()
         closing = asyncio.ensure_future(loop_pools.aclose())  # the loop shuts down while it opens
-        await asyncio.sleep(0.05)
+        await until(lambda: held.pool.closed, what="the pool to close")
         release.set()
         await closing
         await until(lambda: opened and opened[0].closed)
