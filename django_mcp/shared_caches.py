@@ -61,6 +61,7 @@ def async_redis_of(cache: BaseCache) -> Any | None:
     clients = _async_clients.setdefault(asyncio.get_running_loop(), {})
     client = clients.get(url)
     if client is None:
+        # Here: the redis extra is optional.
         import redis.asyncio
 
         # A bounded pool whose callers wait for a free connection: a burst of requests must neither open a

@@ -158,6 +158,7 @@ def watch() -> None:
     applications (revoking deletes them), and on settings changes (tests)."""
     models = [apps.get_model("django_mcp", "PersonalToken"), apps.get_model(settings.AUTH_USER_MODEL)]
     if apps.is_installed("oauth2_provider"):
+        # Here: the oauth extra (django-oauth-toolkit) is optional.
         from oauth2_provider.models import get_access_token_model, get_application_model
 
         models += [get_access_token_model(), get_application_model()]

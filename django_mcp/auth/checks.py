@@ -55,8 +55,10 @@ def check_authorization_server(
     endpoint's authorization server (``include("django_mcp.auth.urls")`` with django-oauth-toolkit)."""
     if not apps.is_installed("oauth2_provider") or not _mounted("oauth2_provider:authorize"):
         return []
+    # Here: the oauth extra (django-oauth-toolkit) is optional.
     from oauth2_provider.settings import oauth2_settings as dot
 
+    # Here: the oauth extra (django-oauth-toolkit) is optional.
     from .validator import McpOAuth2Validator
 
     hint = "Start from OAUTH2_PROVIDER = django_mcp.auth.authorization_server_settings(). " + _DOCS

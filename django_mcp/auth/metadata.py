@@ -49,6 +49,7 @@ def authorization_servers(request: HttpRequest) -> list[str]:
     if settings.OAUTH_JWT is not None:
         return [settings.OAUTH_JWT.ISSUER]
     if apps.is_installed("oauth2_provider"):
+        # Here: the oauth extra (django-oauth-toolkit) is optional.
         from oauth2_provider.settings import oauth2_settings
 
         return [oauth2_settings.oauth2_authorization_server_issuer(request)]

@@ -31,6 +31,7 @@ class PublicClientRegistration:
     def has_permission(self, request: Any) -> bool:
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:
+            # Here: the oauth extra (django-oauth-toolkit) is optional.
             from oauth2_provider.dcr import IsAuthenticatedDCRPermission
 
             return bool(IsAuthenticatedDCRPermission().has_permission(request))
@@ -151,6 +152,7 @@ def refuse_registration(request: Any) -> Any:
 
 def _past_rate(request: Any) -> int | None:
     """Seconds until the caller's address may register again, or None while it is within the rate."""
+    # Here: the oauth extra (django-oauth-toolkit) is optional.
     from django_ratelimit.core import get_usage
 
     rate = get_auth_settings().OAUTH_REGISTRATION_RATE
@@ -165,6 +167,7 @@ def _past_rate(request: Any) -> int | None:
 def clear_stale_registrations(older_than: timedelta) -> int:
     """Delete clients registered anonymously (dynamic registration, no user) more than ``older_than`` ago that
     never obtained a token for anyone: a registration a client gave up on, or a flood's. How many went."""
+    # Here: the oauth extra (django-oauth-toolkit) is optional.
     from oauth2_provider.models import get_access_token_model, get_application_model, get_refresh_token_model
 
     applications = get_application_model()

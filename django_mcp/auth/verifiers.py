@@ -39,6 +39,7 @@ class DjangoOAuthToolkitVerifier:
     tokens of a remote authorization server, checked by RFC 7662 introspection and cached)."""
 
     def verify(self, token: str, request: HttpRequest) -> VerifiedToken | None:
+        # Here: the oauth extra (django-oauth-toolkit) is optional.
         from oauth2_provider.settings import oauth2_settings
         from oauthlib.common import Request
 
@@ -64,6 +65,7 @@ class JwtVerifier:
     fetched again for an unknown ``kid``), ``iss``, ``aud``, ``exp``; the user by ``OAUTH_USER_FOR_CLAIMS``."""
 
     def __init__(self, settings: JwtSettings | None = None) -> None:
+        # Here: the oauth extra (PyJWT) is optional.
         from jwt import PyJWKClient
 
         configured = settings or get_auth_settings().OAUTH_JWT
@@ -78,7 +80,7 @@ class JwtVerifier:
         )
 
     def verify(self, token: str, request: HttpRequest) -> VerifiedToken | None:
-        import jwt
+        import jwt  # here: the oauth extra (PyJWT) is optional
 
         if token.count(".") != 2:
             return None  # not a JWT: another verifier's

@@ -51,6 +51,7 @@ def publish_drf(
 
     Raises ``DefinitionError`` for an action the view does not have, or one that takes no JSON.
     """
+    # Here: the drf extra is optional.
     from rest_framework.viewsets import ViewSetMixin
 
     routes = _viewset_routes(view) if issubclass(view, ViewSetMixin) else _view_routes(view)
@@ -89,6 +90,7 @@ def _publish(
     basename: str,
     tool_options: Mapping[str, Any],
 ) -> Tool:
+    # Here: the drf extra is optional.
     from rest_framework.schemas.openapi import AutoSchema
     from rest_framework.viewsets import ViewSetMixin
 

@@ -27,6 +27,7 @@ _RESOURCE_METHODS = {"resources/read", "resources/subscribe", "resources/unsubsc
 @cache
 def _otel() -> Any:
     try:
+        # Here: the otel extra is optional.
         from opentelemetry import metrics, propagate, trace
     except ImportError:
         return None
@@ -62,6 +63,7 @@ def _instruments() -> tuple[Any, Any]:
 
 def instruments(tracer: Any, meter: Any) -> tuple[Any, Any]:
     """The tracer and the duration histogram; the declared gauges are created on ``meter`` too."""
+    # Here: the otel extra is optional.
     from opentelemetry.metrics import Observation as Observed
 
     for name, description, observe in _gauges:
@@ -88,6 +90,7 @@ def remote_context(meta: Any, headers: Mapping[str, str]) -> Any:
     _, _, propagate = _otel()
     carrier = meta if isinstance(meta, Mapping) and "traceparent" in meta else headers
     if not any(field in carrier for field in propagate.get_global_textmap().fields):
+        # Here: the otel extra is optional.
         from opentelemetry.context import Context
 
         return Context()  # what extracting nothing gives: no parent (most requests carry no trace context)

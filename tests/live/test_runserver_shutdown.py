@@ -80,8 +80,7 @@ def test_sigterm_fails_running_tasks_as_interrupted(tmp_path, reload):
     proc, base, db = _start(tmp_path, reload)
     try:
         task_id = _create_render_task(base)
-        time.sleep(0.5)
-        assert _row(db, task_id)[0] == "working"
+        assert _row(db, task_id)[0] == "working"  # its body runs from the answer on: 400 frames, seconds
         serving = proc.pid
         if reload:
             (serving,) = _children(proc.pid)  # the reloader's child runs the server

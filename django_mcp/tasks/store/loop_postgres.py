@@ -67,6 +67,7 @@ dropped it without a word, and a statement on it would wait for the kernel to gi
 
 @functools.cache
 def _connection_class() -> type[Any]:
+    # Here: the postgres extra is optional.
     import psycopg
 
     class LoopConnection(psycopg.AsyncConnection[Any]):
@@ -84,6 +85,7 @@ class _DatabasePool:
     __slots__ = ("alias", "database", "in_use", "limit", "name", "pool", "ready", "refusals")
 
     def __init__(self, alias: str, database: BaseDatabaseWrapper, limit: int, given_up: Callable[[Any], None]) -> None:
+        # Here: the postgres extra is optional.
         import psycopg
         from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
@@ -320,6 +322,7 @@ def _readable(alias: str) -> BaseDatabaseWrapper | None:
     if database.vendor != "postgresql" or database.settings_dict["OPTIONS"].get("assume_role"):
         _elsewhere.add(alias)
         return None
+    # Here: the postgres extra is optional.
     from django.db.backends.postgresql.base import DatabaseWrapper as PostgresDatabase
     from django.db.backends.postgresql.psycopg_any import is_psycopg3
 
