@@ -82,3 +82,38 @@ def test_only_the_store_queries_the_tasks_table():
         if manager.search(line)
     ]
     assert outside == []
+
+
+def imports_inside_functions_without_a_reason(source: str) -> list[int]:
+    """Line numbers of imports inside functions with no comment on their line or above their group."""
+    lines = source.splitlines()
+    unexplained = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            first = node.lineno - 1  # the group of imports this one ends, read upwards
+            while first > 0 and lines[first - 1].strip().startswith(("import ", "from ")):
+                first -= 1
+            group = lines[first : node.end_lineno]
+            if not any("#" in line for line in group) and not lines[first - 1].strip().startswith("#"):
+                unexplained.append(node.lineno)
+    return unexplained
+
+
+def test_an_import_inside_a_function_says_why():
+    """Imports sit at the top, but for an optional extra or what needs the app registry: each says which."""
+    found = [
+        f"{path.relative_to(PACKAGE)}:{number}"
+        for path in PACKAGE.rglob("*.py")
+        if "migrations" not in path.parts
+        for number in imports_inside_functions_without_a_reason(path.read_text())
+    ]
+    assert found == []
+
+
+def test_an_unexplained_import_inside_a_function_is_found():
+    source = "def f():\n    x = 1\n    import json\n\n    # optional\n    import yaml\n    import toml\n"
+    assert imports_inside_functions_without_a_reason(source) == [3]
