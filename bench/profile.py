@@ -207,6 +207,8 @@ def interleaved_rounds(
         for round_no in range(1, rounds + 1):
             for side, (target, src) in sides.items():
                 runner.src = src
+                if round_no == 1 and target.kind == "dj":  # each side's own database (bench.Bench.env_for)
+                    runner.seed(target, ["migrate"], timeout=120)
                 server = runner.start(target)
                 try:
                     requests, expect = scenario_requests(runner, target, server, scenario)

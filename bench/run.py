@@ -646,12 +646,16 @@ class Bench:
         )
         if target.kind in ("dj", "floor"):
             env["DJANGO_SETTINGS_MODULE"] = "bench.djbench.settings"
+            # A database per source tree served: bench/ab.py's base may predate a migration.
+            other = "" if self.src.name == "src" else self.src.name.replace("-", "_")
             if target.pg:
                 env.update(PG, BENCH_DB="postgres", BENCH_REDIS=REDIS_URL)
+                if other:
+                    env["BENCH_PG_SCHEMA"] = f"bench_{other}"
             elif target.store == "mysql":
                 env.update(MARIADB, BENCH_DB="mysql", BENCH_REDIS=REDIS_URL)
             else:
-                env["BENCH_SQLITE"] = str(WORK / f"{target.server}.sqlite3")
+                env["BENCH_SQLITE"] = str(WORK / f"{target.server}{'.' + other if other else ''}.sqlite3")
         elif target.kind == "mcpz":
             env["DJANGO_SETTINGS_MODULE"] = "bench.mcpz.settings"
             env["BENCH_SQLITE"] = str(WORK / "mcpz.sqlite3")

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.djbench.settings")
 
-SCHEMA = "bench"
+SCHEMA = os.environ.get("BENCH_PG_SCHEMA", "bench")
 
 
 def _setup(migrate: bool = True) -> None:

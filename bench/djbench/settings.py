@@ -6,6 +6,7 @@ Not the test settings. Switched by environment variables set by ``bench/run.py``
   (``PGHOST``/``PGPORT``/``PGUSER``/``PGPASSWORD``/``PGDATABASE``, default 127.0.0.1:5432 postgres/test)
   or ``BENCH_DB=mysql`` (``MYSQL_HOST``/``MYSQL_PORT``/``MYSQL_USER``/``MYSQL_PASSWORD``/``MYSQL_DATABASE``,
   default 127.0.0.1:3306 root/bench)
+- ``BENCH_PG_SCHEMA``: the PostgreSQL schema of the bench's tables (default ``bench``)
 - ``BENCH_REDIS=redis://...``: the Redis pub/sub channel layer and the Redis cache (else the in-memory layer and
   Django's default, per-process cache)
 - ``BENCH_POLL_MS``: the ``pollIntervalMs`` the tasks extension advertises (default 100)
@@ -55,7 +56,7 @@ if os.environ.get("BENCH_DB", "sqlite") == "postgres":
                 "connect_timeout": 3,
                 "server_side_binding": True,
                 "prepare_threshold": 5,
-                "options": "-c search_path=bench",
+                "options": f"-c search_path={os.environ.get('BENCH_PG_SCHEMA', 'bench')}",
             },
         }
     }
