@@ -79,11 +79,11 @@ class PrivatePostgres:
         except psycopg.OperationalError:
             return False
 
-    def execute(self, sql: str) -> list[tuple[Any, ...]]:
+    def execute(self, sql: str, database: str = "postgres") -> list[tuple[Any, ...]]:
         import psycopg
 
         with psycopg.connect(
-            host="127.0.0.1", port=self.port, user="postgres", dbname="postgres", autocommit=True, connect_timeout=3
+            host="127.0.0.1", port=self.port, user="postgres", dbname=database, autocommit=True, connect_timeout=3
         ) as conn:
             cursor = conn.execute(sql)
             return cursor.fetchall() if cursor.description else []

@@ -29,6 +29,7 @@ import pytest
 
 from tests.live.postgres import PG_BIN, PrivatePostgres
 from tests.live.servers import ROOT, Daphne, Redis
+from tests.waiting import until
 from tests.wire import headers_for, initialize_body, request_body
 
 pytestmark = [
@@ -367,7 +368,10 @@ async def test_live_tasks_keep_their_outcome_through_an_outage_longer_than_the_l
                 assert (await rpc(client, b.url, "tasks/get", {"taskId": task_id})).json()["result"]["status"] == (
                     "working"
                 )
-            await asyncio.sleep(0.5)
+            # Each worker's maintenance has run (it writes its process's row at the end of a round).
+            pids = ", ".join(str(worker.running.proc.pid) for worker in (a, b))
+            seen = f"SELECT count(*) FROM django_mcp_node WHERE pid IN ({pids})"
+            await until(lambda: pg.execute(seen, database="mcp") == [(2,)], what="both workers' maintenance")
             pg.stop()
             await asyncio.sleep(outage)  # every lease lapses; the bodies' progress meets the outage
             pg.start()
@@ -443,7 +447,10 @@ async def test_a_fleet_worker_outlives_an_outage_of_its_database_and_runs_what_c
         web.start()
         plain.start()
         surviving.start()
-        await asyncio.sleep(1.0)  # both polling, idle
+        await until(  # both polling, idle
+            lambda: all("Starting worker" in worker.output() for worker in (plain, surviving)),
+            what="both workers to start",
+        )
         pg.stop()
         await asyncio.sleep(POOL_TIMEOUT + 3)  # past the pool's wait: the worker's query fails
         pg.start()
