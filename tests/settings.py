@@ -53,7 +53,7 @@ ASGI_APPLICATION = "tests.asgi.application"
 _XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
 if os.environ.get("REDIS_URL") and _XDIST_WORKER != "0" and "DJANGO_MCP_TEST_REDIS_MOVED" not in os.environ:
     _redis = urlsplit(os.environ["REDIS_URL"])
-    _redis_db = (int(_redis.path.strip("/") or 0) + 8 * int(_XDIST_WORKER)) % 16
+    _redis_db = (int(_redis.path.strip("/") or 0) + int(_XDIST_WORKER)) % 16  # apart for up to 16 workers
     os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path=f"/{_redis_db}"))
     os.environ["DJANGO_MCP_TEST_REDIS_MOVED"] = "1"
 
