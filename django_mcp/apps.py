@@ -37,7 +37,7 @@ def _register_celery_task() -> None:
 
 def _watch_autoreloader() -> None:
     """Graceful shutdown under ``manage.py runserver`` with its autoreloader (the server runs in a thread)."""
-    # Here, as in ready(): the server's modules import models, which need the app registry.
+    # Here: the server package loads when the app is ready, not when Django first imports this module.
     from .server.lifecycle import lifecycle
 
     def chain(sender: object, **kwargs: object) -> None:

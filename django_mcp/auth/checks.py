@@ -58,7 +58,7 @@ def check_authorization_server(
     # Here: the oauth extra (django-oauth-toolkit) is optional.
     from oauth2_provider.settings import oauth2_settings as dot
 
-    # Here: the oauth extra (django-oauth-toolkit) is optional.
+    # Here: it subclasses django-oauth-toolkit's validator (the oauth extra, optional).
     from .validator import McpOAuth2Validator
 
     hint = "Start from OAUTH2_PROVIDER = django_mcp.auth.authorization_server_settings(). " + _DOCS

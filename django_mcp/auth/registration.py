@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from django.db.models import Exists, OuterRef
 from django.http import JsonResponse
 from django.utils import timezone
+from django_ratelimit.core import get_usage
 
 from ..protocol.errors import McpJsonRpcError
 from ..protocol.jsonrpc import parse_json
@@ -152,9 +153,6 @@ def refuse_registration(request: Any) -> Any:
 
 def _past_rate(request: Any) -> int | None:
     """Seconds until the caller's address may register again, or None while it is within the rate."""
-    # Here: the oauth extra (django-oauth-toolkit) is optional.
-    from django_ratelimit.core import get_usage
-
     rate = get_auth_settings().OAUTH_REGISTRATION_RATE
     if rate is None:
         return None
