@@ -44,9 +44,6 @@ def main() -> None:
         env = (*deployed.env, ("BENCH_DEPLOYED_OFF", off))
         variants[f"deployed -{off}"] = dataclasses.replace(deployed, name=f"{deployed.name} -{off}", env=env)
     runner = scenarios.scratch_runner("ablate", deployed)
-    for target in variants.values():  # one access token serves every variant
-        if target.auth:
-            runner.tokens[target.name] = runner.tokens[deployed.name]
     sides = {name: (target, runner.src) for name, target in variants.items()}
     rps = scenarios.interleaved_rounds(runner, sides, args.scenario, concurrencies, args.rounds, args.seconds)
     print(f"\n{args.scenario}: medians of {args.rounds} rounds, each as a ratio of the plain PostgreSQL target")

@@ -17,6 +17,8 @@ Django's own; ``--django-asgi`` serves every tree by Django's own.
     python3 bench/instructions.py --scenarios tasks/get -n 2000     # one scenario, tighter
     python3 bench/instructions.py --env BENCH_AUDIT=1               # with a feature on (bench/djbench/settings)
     python3 bench/instructions.py --scenarios "tools/call signed"   # behind sign-in (a personal token)
+    python3 bench/instructions.py --scenarios tools/call --env BENCH_DEPLOYED=1 --env BENCH_DB=postgres \
+        --env BENCH_REDIS=redis://127.0.0.1:6379/5 --env BENCH_DEPLOYED_OFF=export   # the deployed shape
 
 Needs valgrind and the harness venv (built by one ``bench/run.py`` run). Each run takes about a
 minute per 1,000 requests (valgrind runs the process ~50x slower); runs go two at a time. Threads
@@ -53,9 +55,10 @@ def _drive(scenario: str, n: int) -> None:
     from bench import inproc, loadgen, seed
     from bench.djbench.asgi import application
 
-    # "... signed": the same request to the endpoint behind sign-in, with a personal token (a fresh one per run).
+    # "... signed": the same request to the endpoint behind sign-in, with a personal token (a fresh one per run);
+    # in the deployed shape (BENCH_DEPLOYED=1) every request, to /mcp/, with an access token.
     endpoint = "/mcp-auth/" if scenario.endswith(" signed") else "/mcp/"
-    if endpoint == "/mcp-auth/":
+    if endpoint == "/mcp-auth/" or os.environ.get("BENCH_DEPLOYED") == "1":
         loadgen._job_headers["Authorization"] = f"Bearer {seed.token()['token']}"
 
     async def main() -> None:

@@ -203,12 +203,18 @@ def interleaved_rounds(
     a fresh server for each side in each round (``bench/ab.py``, ``bench/ablate.py``); the runner's helpers
     are stopped at the end."""
     rps: dict[tuple[str, int], list[float]] = {}
+    tokens: dict[str, str] = {}  # a signed-in side's token, minted in its own database
     try:
         for round_no in range(1, rounds + 1):
             for side, (target, src) in sides.items():
                 runner.src = src
                 if round_no == 1 and target.kind == "dj":  # each side's own database (bench.Bench.env_for)
                     runner.seed(target, ["migrate"], timeout=120)
+                    if target.auth:
+                        runner.sign_in(target)
+                        tokens[side] = runner.tokens[target.name]
+                if side in tokens:
+                    runner.tokens[target.name] = tokens[side]
                 server = runner.start(target)
                 try:
                     requests, expect = scenario_requests(runner, target, server, scenario)

@@ -1,6 +1,7 @@
-"""Rate limits per caller: a fixed window counted atomically (``add``, ``incr``; on Redis the same in one
-pipelined round trip on the event loop) in the Django cache ``RATELIMIT_USE_CACHE`` names (django-ratelimit's
-setting, and its rates and ``RATELIMIT_ENABLE`` / ``RATELIMIT_FAIL_OPEN``), so a limit holds across workers.
+"""Rate limits per caller: a fixed window counted atomically (``add``, ``incr``; on Redis an ``INCR`` on the
+event loop, the counts of concurrent requests in one pipeline) in the Django cache ``RATELIMIT_USE_CACHE``
+names (django-ratelimit's setting, and its rates and ``RATELIMIT_ENABLE`` / ``RATELIMIT_FAIL_OPEN``), so a
+limit holds across workers.
 
 ``DJANGO_MCP["RATE_LIMIT"]`` bounds every request of one caller (its :attr:`McpRequest.limit_key`:
 the principal, or for an anonymous caller its address); ``@tool(rate_limit=...)`` bounds one tool's
@@ -65,10 +66,11 @@ async def _acount_in_redis(client: Any, key: str, period: int) -> int:
 
 
 class _RedisCounts:
-    """The counts one event loop asks of one Redis go out together: one pipeline at a time, and the counts
-    asked while it is on its way in the next. A round trip costs the loop far more than a command in it, so
-    under load one serves many requests; each count is still its own atomic ``INCR``, exact across workers.
-    A count asked while nothing is on its way goes at once, from its own request (no task to start)."""
+    """The counts one event loop asks of one Redis go out together: one round trip at a time, and the
+    counts asked while it is on its way in the next pipeline. A round trip costs the loop far more than a
+    command in it, so under load one serves many requests; each count is still its own atomic ``INCR``,
+    exact across workers. A count asked while nothing is on its way goes at once, from its own request (no
+    task to start)."""
 
     def __init__(self) -> None:
         self._waiting: list[tuple[str, int, asyncio.Future[int]]] = []
@@ -81,7 +83,7 @@ class _RedisCounts:
             return await future
         self._busy = True
         try:
-            return (await _apipeline(client, [(key, period)]))[0]
+            return await _acount_one(client, key, period)
         finally:
             self._busy = False
             self._send_waiting(client)
@@ -111,6 +113,17 @@ class _RedisCounts:
         finally:  # cancelled (the loop is closing): no request waits forever
             for _, _, future in batch:
                 future.cancel()
+
+
+async def _acount_one(client: Any, key: str, period: int) -> int:
+    """One count alone: ``INCR``, and the window's expiry set by the count that opened it. Half the client's
+    work of a pipeline (redis-py's pipeline machinery costs more than the round trip); a process ending
+    between the two leaves that one window's counter without expiry, never a wrong count (each window has
+    a key of its own)."""
+    count = int(await client.incr(key))
+    if count == 1:
+        await client.expire(key, period + _EXPIRATION_FUDGE)
+    return count
 
 
 async def _apipeline(client: Any, counts: list[tuple[str, int]]) -> list[int]:

@@ -260,6 +260,19 @@ async def test_counts_asked_together_share_a_round_trip_and_each_stays_exact(pri
     assert 1 <= pipelines.call_count <= 2, pipelines.call_count  # the first count's, then everyone else's
 
 
+async def test_a_lone_count_is_an_incr_and_the_count_opening_a_window_sets_its_expiry(private_redis):
+    """redis-py's pipeline cost the loop more than the round trip itself: a count alone goes without one."""
+    from django_mcp.server.rates import _acount_in_redis
+    from django_mcp.shared_caches import async_redis_of, shared_cache
+
+    with override_settings(CACHES=_redis_cache(private_redis.port)):
+        client = async_redis_of(shared_cache("default"))
+        with mock.patch.object(client, "pipeline", side_effect=AssertionError("a pipeline for one count")):
+            assert [await _acount_in_redis(client, "lone", 60) for _ in range(3)] == [1, 2, 3]
+        assert 60 < await client.ttl("lone") <= 65  # the window and django-ratelimit's 5 s beyond it
+        await client.aclose()
+
+
 async def test_every_count_of_a_batch_learns_that_redis_is_down_and_the_next_batch_is_sent(private_redis):
     import asyncio
 
@@ -305,9 +318,10 @@ async def test_counts_of_a_batch_whose_sending_is_cancelled_do_not_wait_forever(
 
     from django_mcp.server import rates
 
-    async def never_answered(client, counts):
+    async def never_answered(client, *counts):
         await asyncio.Event().wait()
 
+    monkeypatch.setattr(rates, "_acount_one", never_answered)
     monkeypatch.setattr(rates, "_apipeline", never_answered)
     counts, client = rates._RedisCounts(), object()
     first = asyncio.ensure_future(counts.count(client, "k", 60))
