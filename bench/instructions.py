@@ -56,9 +56,10 @@ def _drive(scenario: str, n: int) -> None:
     from bench.djbench.asgi import application
 
     # "... signed": the same request to the endpoint behind sign-in, with a personal token (a fresh one per run);
-    # in the deployed shape (BENCH_DEPLOYED=1) every request, to /mcp/, with an access token.
+    # in the deployed shape (BENCH_DEPLOYED=1, sign-in not turned off) every request, to /mcp/, with an access token.
     endpoint = "/mcp-auth/" if scenario.endswith(" signed") else "/mcp/"
-    if endpoint == "/mcp-auth/" or os.environ.get("BENCH_DEPLOYED") == "1":
+    deployed = os.environ.get("BENCH_DEPLOYED") == "1" and "auth" not in os.environ.get("BENCH_DEPLOYED_OFF", "")
+    if endpoint == "/mcp-auth/" or deployed:
         loadgen._job_headers["Authorization"] = f"Bearer {seed.token()['token']}"
 
     async def main() -> None:

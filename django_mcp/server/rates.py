@@ -1,5 +1,5 @@
-"""Rate limits per caller: a fixed window counted atomically (``add``, ``incr``; on Redis an ``INCR`` on the
-event loop, the counts of concurrent requests in one pipeline) in the Django cache ``RATELIMIT_USE_CACHE``
+"""Rate limits per caller: a fixed window counted atomically (``add``, ``incr``; on Redis an ``INCRBY`` on the
+event loop, the counts of concurrent requests in one round trip) in the Django cache ``RATELIMIT_USE_CACHE``
 names (django-ratelimit's setting, and its rates and ``RATELIMIT_ENABLE`` / ``RATELIMIT_FAIL_OPEN``), so a
 limit holds across workers.
 
@@ -57,8 +57,8 @@ def _count(cache: BaseCache, key: str, period: int) -> int | None:
 
 
 async def _acount_in_redis(client: Any, key: str, period: int) -> int:
-    """``_count`` on Redis: the window opened if absent (with its expiry), then counted on, in the pipeline of
-    the counts this loop asks of ``client`` meanwhile."""
+    """``_count`` on Redis: the window counted on (its expiry set when this count opened it), in one round
+    trip with the counts this loop asks of ``client`` meanwhile."""
     batch = _batches.get(client)
     if batch is None:
         batch = _batches[client] = _RedisCounts()
@@ -67,14 +67,19 @@ async def _acount_in_redis(client: Any, key: str, period: int) -> int:
 
 class _RedisCounts:
     """The counts one event loop asks of one Redis go out together: one round trip at a time, and the
-    counts asked while it is on its way in the next pipeline. A round trip costs the loop far more than a
-    command in it, so under load one serves many requests; each count is still its own atomic ``INCR``,
-    exact across workers. A count asked while nothing is on its way goes at once, from its own request (no
-    task to start)."""
+    counts asked while it is on its way in the next. A round trip costs the loop far more than a command
+    in it, so under load one serves many requests; each count is still its own atomic ``INCRBY``, exact
+    across workers. A count asked while nothing is on its way goes at once, from its own request (no task
+    to start).
+
+    The counts go over a connection of their own, taken from the client's pool once: one round trip at a
+    time needs no more, and redis-py's command and pipeline machinery (a pool checkout, a retry wrapper,
+    its hooks) cost the loop more than the round trip itself."""
 
     def __init__(self) -> None:
         self._waiting: list[tuple[str, int, asyncio.Future[int]]] = []
         self._busy = False
+        self._connection: Any = None
 
     async def count(self, client: Any, key: str, period: int) -> int:
         if self._busy:
@@ -83,7 +88,7 @@ class _RedisCounts:
             return await future
         self._busy = True
         try:
-            return await _acount_one(client, key, period)
+            return (await self._aincr(client, [(key, period)]))[0]
         finally:
             self._busy = False
             self._send_waiting(client)
@@ -99,10 +104,9 @@ class _RedisCounts:
         self._busy = False
         self._send_waiting(client)
 
-    @staticmethod
-    async def _asend(client: Any, batch: list[tuple[str, int, asyncio.Future[int]]]) -> None:
+    async def _asend(self, client: Any, batch: list[tuple[str, int, asyncio.Future[int]]]) -> None:
         try:
-            counts = await _apipeline(client, [(key, period) for key, period, _ in batch])
+            counts = await self._aincr(client, [(key, period) for key, period, _ in batch])
             for (_, _, future), count in zip(batch, counts, strict=True):
                 if not future.done():  # its request may have gone (the client disconnected)
                     future.set_result(count)
@@ -114,26 +118,49 @@ class _RedisCounts:
             for _, _, future in batch:
                 future.cancel()
 
+    async def _aincr(self, client: Any, counts: list[tuple[str, int]]) -> list[int]:
+        """Each window counted on, on this loop's counting connection; one that Redis dropped since the last
+        count is tried once more, as redis-py's client would."""
+        if self._connection is None:
+            self._connection = await client.connection_pool.get_connection()
+        try:
+            return await _aincr_on(self._connection, counts)
+        except _redis_connection_error():
+            return await _aincr_on(self._connection, counts)  # on a new connection
 
-async def _acount_one(client: Any, key: str, period: int) -> int:
-    """One count alone: ``INCR``, and the window's expiry set by the count that opened it. Half the client's
-    work of a pipeline (redis-py's pipeline machinery costs more than the round trip); a process ending
-    between the two leaves that one window's counter without expiry, never a wrong count (each window has
-    a key of its own)."""
-    count = int(await client.incr(key))
-    if count == 1:
-        await client.expire(key, period + _EXPIRATION_FUDGE)
-    return count
+
+async def _aincr_on(connection: Any, counts: list[tuple[str, int]]) -> list[int]:
+    """``INCRBY`` each window, then the windows these counts opened given their expiry: a process ending
+    between the two leaves one window's counter without expiry, never a wrong count (each window has a key
+    of its own)."""
+    try:
+        counted = [int(n) for n in await _around(connection, [("INCRBY", key, 1) for key, _ in counts])]
+        opened = [
+            ("EXPIRE", key, period + _EXPIRATION_FUDGE)
+            for (key, period), n in zip(counts, counted, strict=True)
+            if n == 1
+        ]
+        if opened:
+            await _around(connection, opened)
+    except BaseException:
+        await connection.disconnect(nowait=True)  # a reply left unread must not answer the next count
+        raise
+    return counted
 
 
-async def _apipeline(client: Any, counts: list[tuple[str, int]]) -> list[int]:
-    """Each window opened if absent (with its expiry), then counted on: one round trip."""
-    async with client.pipeline(transaction=False) as pipe:
-        for key, period in counts:
-            pipe.set(key, 0, ex=period + _EXPIRATION_FUDGE, nx=True)
-            pipe.incr(key)
-        replies = await pipe.execute()
-    return [int(count) for count in replies[1::2]]
+async def _around(connection: Any, commands: list[tuple[Any, ...]]) -> list[Any]:
+    """``commands`` in one round trip: sent together, their replies read in order (the connection connects
+    first if it is not)."""
+    await connection.send_packed_command(connection.pack_commands(commands), check_health=False)
+    return [await connection.read_response() for _ in commands]
+
+
+@functools.cache
+def _redis_connection_error() -> type[Exception]:
+    # Here: the redis extra is optional.
+    from redis import exceptions
+
+    return exceptions.ConnectionError
 
 
 # Per client, and so per event loop (shared_caches gives each loop its own client).

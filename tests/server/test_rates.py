@@ -244,33 +244,42 @@ async def test_a_cache_that_will_not_count_fails_closed_unless_told_open(async_c
 
 async def test_counts_asked_together_share_a_round_trip_and_each_stays_exact(private_redis):
     """At 16 concurrent requests a round trip per count cost the loop most of what counting costs; the counts
-    asked while one pipeline is on its way go in the next, each its own INCR."""
+    asked while one round trip is on its way go in the next, each its own INCRBY."""
     import asyncio
 
+    from django_mcp.server import rates
     from django_mcp.server.rates import _acount_in_redis
     from django_mcp.shared_caches import async_redis_of, shared_cache
 
     with override_settings(CACHES=_redis_cache(private_redis.port)):
         client = async_redis_of(shared_cache("default"))
-        with mock.patch.object(client, "pipeline", wraps=client.pipeline) as pipelines:
+        with mock.patch.object(rates, "_aincr_on", wraps=rates._aincr_on) as round_trips:
             counts = await asyncio.gather(*(_acount_in_redis(client, key, 60) for key in ["a", "b"] * 50))
         await client.aclose()
     for name in ("a", "b"):
         assert sorted(c for c, key in zip(counts, ["a", "b"] * 50, strict=True) if key == name) == list(range(1, 51))
-    assert 1 <= pipelines.call_count <= 2, pipelines.call_count  # the first count's, then everyone else's
+    assert 1 <= round_trips.call_count <= 2, round_trips.call_count  # the first count's, then everyone else's
 
 
 async def test_a_lone_count_is_an_incr_and_the_count_opening_a_window_sets_its_expiry(private_redis):
     """redis-py's pipeline cost the loop more than the round trip itself: a count alone goes without one."""
+    import redis
+
     from django_mcp.server.rates import _acount_in_redis
     from django_mcp.shared_caches import async_redis_of, shared_cache
 
     with override_settings(CACHES=_redis_cache(private_redis.port)):
         client = async_redis_of(shared_cache("default"))
+        stats = redis.Redis(port=private_redis.port)
+        before = stats.info("commandstats")
         with mock.patch.object(client, "pipeline", side_effect=AssertionError("a pipeline for one count")):
             assert [await _acount_in_redis(client, "lone", 60) for _ in range(3)] == [1, 2, 3]
+        after = stats.info("commandstats")
         assert 60 < await client.ttl("lone") <= 65  # the window and django-ratelimit's 5 s beyond it
         await client.aclose()
+    sent = {name: after[name]["calls"] - before.get(name, {}).get("calls", 0) for name in after}
+    counted = {name: sent.get(f"cmdstat_{name}", 0) for name in ("incrby", "expire", "set", "eval", "evalsha")}
+    assert counted == {"incrby": 3, "expire": 1, "set": 0, "eval": 0, "evalsha": 0}
 
 
 async def test_every_count_of_a_batch_learns_that_redis_is_down_and_the_next_batch_is_sent(private_redis):
@@ -292,6 +301,22 @@ async def test_every_count_of_a_batch_learns_that_redis_is_down_and_the_next_bat
             private_redis.start()
         assert all(isinstance(outcome, redis.exceptions.ConnectionError) for outcome in outcomes), outcomes
         assert await asyncio.wait_for(_acount_in_redis(client, "down", 60), 10) == 1
+        await client.aclose()
+
+
+async def test_the_counting_connection_redis_dropped_between_counts_is_replaced_unseen(private_redis):
+    """The counts keep a connection of their own: after a Redis restart the next count goes on a new one,
+    with no request answered 503 (as redis-py's client retries a dropped connection)."""
+    from django_mcp.server.rates import _acount_in_redis
+    from django_mcp.shared_caches import async_redis_of, shared_cache
+
+    with override_settings(CACHES=_redis_cache(private_redis.port)):
+        client = async_redis_of(shared_cache("default"))
+        assert await _acount_in_redis(client, "restarted", 60) == 1
+        private_redis.stop()
+        private_redis.start()
+        assert await _acount_in_redis(client, "restarted", 60) in (1, 2)  # 1 unless Redis kept its data
+        assert await _acount_in_redis(client, "restarted", 60) in (2, 3)
         await client.aclose()
 
 
@@ -318,12 +343,15 @@ async def test_counts_of_a_batch_whose_sending_is_cancelled_do_not_wait_forever(
 
     from django_mcp.server import rates
 
-    async def never_answered(client, *counts):
+    async def never_answered(connection, counts):
         await asyncio.Event().wait()
 
-    monkeypatch.setattr(rates, "_acount_one", never_answered)
-    monkeypatch.setattr(rates, "_apipeline", never_answered)
-    counts, client = rates._RedisCounts(), object()
+    class Pool:
+        async def get_connection(self):
+            return object()
+
+    monkeypatch.setattr(rates, "_aincr_on", never_answered)
+    counts, client = rates._RedisCounts(), mock.Mock(connection_pool=Pool())
     first = asyncio.ensure_future(counts.count(client, "k", 60))
     await asyncio.sleep(0)  # its own pipeline on its way
     waiting = asyncio.ensure_future(counts.count(client, "k", 60))
