@@ -204,7 +204,8 @@ def token() -> dict:
         application=client,
         token=secrets.token_urlsafe(32),
         scope="mcp",
-        resource=[settings.DJANGO_MCP["OAUTH_RESOURCE_URL"]],
+        # With sign-in off (bench/ablate.py's "-auth") no endpoint checks it: any resource will do.
+        resource=[settings.DJANGO_MCP.get("OAUTH_RESOURCE_URL", "http://127.0.0.1/mcp/")],
         expires=timezone.now() + timedelta(hours=2),
     )
     return {"token": access.token}
